@@ -1,0 +1,59 @@
+//! Command-line interface: argument parsing and the subcommands.
+//!
+//! Exit codes: 0 when the command ran (even when it found no solution), 2 on
+//! bad input or usage, 1 on any other failure.
+
+mod bench;
+mod solve;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "xccd",
+    version,
+    about = "Exact cover with color controls and multiplicities (Knuth's Algorithms X, C, M)",
+    long_about = None
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Solve an XCC problem written in Knuth's DLX format.
+    Solve(solve::SolveArgs),
+    /// Run the benchmark instances single-threaded and print a table.
+    Bench(bench::BenchArgs),
+}
+
+/// An error that ends the command, with the exit code it deserves.
+#[derive(Debug)]
+pub enum CliError {
+    /// The user gave something wrong: exit code 2.
+    BadInput(String),
+    /// Anything else: exit code 1.
+    Failed(String),
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Solve(args) => solve::run(args),
+        Command::Bench(args) => bench::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(CliError::BadInput(msg)) => {
+            eprintln!("xccd: error: {msg}");
+            ExitCode::from(2)
+        }
+        Err(CliError::Failed(msg)) => {
+            eprintln!("xccd: error: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,430 @@
+//! The dancing-links data structure and its dance steps, after Knuth's DLX2
+//! and DLX3: flat arrays of nodes indexed by integers.
+//!
+//! Layout (as in Knuth's programs):
+//! - items are numbered 1..=N, primary items first, in input order; `prev` and
+//!   `next` link the active primary items in a circular list through the root
+//!   0, and the secondary items in a list through the head N+1;
+//! - nodes 1..=N are the item headers (their `top` holds the list length);
+//!   node N+1 is the first spacer; each option's nodes follow, each option
+//!   closed by a spacer whose `top` is <= 0, whose `up` points to the first
+//!   node of the option before it and whose `down` to the last node of the
+//!   option after it;
+//! - `color` is 0 for an uncolored occurrence, the color number + 1
+//!   otherwise, and -1 while the option is known to agree with a purified item.
+//!
+//! Every removal of a node from a list, and every removal of an item from the
+//! active list, counts as one *update*, so the counts can be compared with
+//! Knuth's. The `COLORS` parameter compiles a lean version of each step for
+//! problems without colors, where no node can carry a color test.
+
+use super::problem::Problem;
+
+#[derive(Clone, Copy, Default, Debug)]
+#[repr(C)]
+pub(crate) struct Node {
+    pub up: u32,
+    pub down: u32,
+    /// Item number for an option node, length for a header, <= 0 for a spacer.
+    pub top: i32,
+    pub color: i32,
+}
+
+pub(crate) struct Links {
+    pub nd: Vec<Node>,
+    pub prev: Vec<u32>,
+    pub next: Vec<u32>,
+    /// Algorithm M: how many more options may still cover each primary item.
+    pub bound: Vec<i32>,
+    /// Algorithm M: `max - min` of each primary item.
+    pub slack: Vec<i32>,
+    /// Index of the first secondary item (N1 + 1).
+    pub second: u32,
+    /// N + 1: the first spacer, and the head of the secondary list.
+    pub last_itm: u32,
+    /// The problem's option index of each node (`u32::MAX` for headers and spacers).
+    pub node_option: Vec<u32>,
+    pub updates: u64,
+    pub cleansings: u64,
+}
+
+pub(crate) const ROOT: u32 = 0;
+
+impl Links {
+    pub fn new(problem: &Problem) -> Links {
+        let items = problem.items();
+        let n = items.len();
+        let mut engine_item = vec![0u32; n];
+        let mut bound = vec![0i32; n + 2];
+        let mut slack = vec![0i32; n + 2];
+        let mut k = 1u32;
+        for (i, item) in items.iter().enumerate() {
+            if let super::problem::ItemKind::Primary { min, max } = item.kind {
+                engine_item[i] = k;
+                bound[k as usize] = max as i32;
+                slack[k as usize] = (max - min) as i32;
+                k += 1;
+            }
+        }
+        let second = k;
+        for (i, item) in items.iter().enumerate() {
+            if !item.is_primary() {
+                engine_item[i] = k;
+                k += 1;
+            }
+        }
+        let last_itm = n as u32 + 1;
+        // Active lists: primaries 1..second-1 through the root, secondaries
+        // second..=n through last_itm.
+        let mut prev = vec![0u32; n + 2];
+        let mut next = vec![0u32; n + 2];
+        let link_ring = |prev: &mut Vec<u32>, next: &mut Vec<u32>, head: u32, lo: u32, hi: u32| {
+            let mut last = head;
+            for i in lo..hi {
+                next[last as usize] = i;
+                prev[i as usize] = last;
+                last = i;
+            }
+            next[last as usize] = head;
+            prev[head as usize] = last;
+        };
+        link_ring(&mut prev, &mut next, ROOT, 1, second);
+        link_ring(&mut prev, &mut next, last_itm, second, last_itm);
+
+        let kept = problem.options().len() - problem.dropped_options().len();
+        let total = last_itm as usize + 1 + problem.entries() + kept;
+        let mut nd = vec![Node::default(); total];
+        let mut node_option = vec![u32::MAX; total];
+        for (i, header) in nd.iter_mut().enumerate().take(n + 1).skip(1) {
+            header.up = i as u32;
+            header.down = i as u32;
+        }
+        let mut last = last_itm as usize; // the spacer before the next option
+        let mut spacers = 0i32;
+        for (index, option) in problem.options().iter().enumerate() {
+            if problem.is_dropped(index) {
+                continue;
+            }
+            let spacer_before = last;
+            for entry in option {
+                last += 1;
+                let item = engine_item[entry.item] as usize;
+                let bottom = nd[item].up as usize;
+                nd[last] = Node {
+                    up: bottom as u32,
+                    down: item as u32,
+                    top: item as i32,
+                    color: entry.color.map_or(0, |c| c as i32 + 1),
+                };
+                nd[bottom].down = last as u32;
+                nd[item].up = last as u32;
+                nd[item].top += 1;
+                node_option[last] = index as u32;
+            }
+            nd[spacer_before].down = last as u32;
+            last += 1;
+            spacers += 1;
+            nd[last] = Node {
+                up: spacer_before as u32 + 1,
+                down: 0,
+                top: -spacers,
+                color: 0,
+            };
+        }
+        debug_assert_eq!(last + 1, total);
+        Links {
+            nd,
+            prev,
+            next,
+            bound,
+            slack,
+            second,
+            last_itm,
+            node_option,
+            updates: 0,
+            cleansings: 0,
+        }
+    }
+
+    #[inline(always)]
+    pub fn len(&self, item: u32) -> i32 {
+        self.nd[item as usize].top
+    }
+
+    #[inline(always)]
+    pub fn deactivate(&mut self, c: u32) {
+        let (l, r) = (self.prev[c as usize], self.next[c as usize]);
+        self.next[l as usize] = r;
+        self.prev[r as usize] = l;
+    }
+
+    #[inline(always)]
+    pub fn reactivate(&mut self, c: u32) {
+        let (l, r) = (self.prev[c as usize], self.next[c as usize]);
+        self.next[l as usize] = c;
+        self.prev[r as usize] = c;
+    }
+
+    /// Removes the other nodes of the option of `rr` from their lists,
+    /// skipping nodes known to agree with a purified item. Returns the number
+    /// of updates.
+    #[inline(always)]
+    fn hide<const COLORS: bool>(&mut self, rr: u32) -> u64 {
+        let nd = self.nd.as_mut_ptr();
+        let mut updates = 0;
+        let mut nn = rr + 1;
+        // SAFETY: every link and `top` of a node points inside `nd` by
+        // construction (`Links::new`), and the dance steps only ever copy
+        // such indices; this is the innermost loop of the solver.
+        unsafe {
+            while nn != rr {
+                let node = *nd.add(nn as usize);
+                if !COLORS || node.color >= 0 {
+                    if node.top <= 0 {
+                        nn = node.up;
+                        continue;
+                    }
+                    (*nd.add(node.up as usize)).down = node.down;
+                    (*nd.add(node.down as usize)).up = node.up;
+                    (*nd.add(node.top as usize)).top -= 1;
+                    updates += 1;
+                }
+                nn += 1;
+            }
+        }
+        updates
+    }
+
+    /// Undoes [`Self::hide`], going leftward.
+    #[inline(always)]
+    fn unhide<const COLORS: bool>(&mut self, rr: u32) {
+        let nd = self.nd.as_mut_ptr();
+        let mut nn = rr - 1;
+        // SAFETY: as in `hide`.
+        unsafe {
+            while nn != rr {
+                let node = *nd.add(nn as usize);
+                if !COLORS || node.color >= 0 {
+                    if node.top <= 0 {
+                        nn = node.down;
+                        continue;
+                    }
+                    (*nd.add(node.up as usize)).down = nn;
+                    (*nd.add(node.down as usize)).up = nn;
+                    (*nd.add(node.top as usize)).top += 1;
+                }
+                nn -= 1;
+            }
+        }
+    }
+
+    /// Covers item `c`: hides every option in its list, and (if `deact`)
+    /// removes it from the active list.
+    #[inline(always)]
+    pub fn cover<const COLORS: bool>(&mut self, c: u32, deact: bool) {
+        if deact {
+            self.deactivate(c);
+        }
+        let mut updates = 1;
+        let mut rr = self.nd[c as usize].down;
+        while rr >= self.last_itm {
+            updates += self.hide::<COLORS>(rr);
+            rr = self.nd[rr as usize].down;
+        }
+        self.updates += updates;
+    }
+
+    #[inline(always)]
+    pub fn uncover<const COLORS: bool>(&mut self, c: u32, react: bool) {
+        let mut rr = self.nd[c as usize].up;
+        while rr >= self.last_itm {
+            self.unhide::<COLORS>(rr);
+            rr = self.nd[rr as usize].up;
+        }
+        if react {
+            self.reactivate(c);
+        }
+    }
+
+    /// Purifies the secondary item of node `p` for `p`'s color: hides the
+    /// options that give the item another color, and marks those that agree
+    /// (color -1) so they are neither hidden nor purified again. Each call and
+    /// each marked node count as one *cleansing*, as in DLX2.
+    pub fn purify(&mut self, p: u32) {
+        let cc = self.nd[p as usize].top as u32;
+        let x = self.nd[p as usize].color;
+        self.cleansings += 1;
+        let mut rr = self.nd[cc as usize].down;
+        while rr >= self.last_itm {
+            if self.nd[rr as usize].color != x {
+                self.updates += self.hide::<true>(rr);
+            } else if rr != p {
+                self.cleansings += 1;
+                self.nd[rr as usize].color = -1;
+            }
+            rr = self.nd[rr as usize].down;
+        }
+    }
+
+    pub fn unpurify(&mut self, p: u32) {
+        let cc = self.nd[p as usize].top as u32;
+        let x = self.nd[p as usize].color;
+        let mut rr = self.nd[cc as usize].up;
+        while rr >= self.last_itm {
+            if self.nd[rr as usize].color < 0 {
+                self.nd[rr as usize].color = x;
+            } else if rr != p {
+                self.unhide::<true>(rr);
+            }
+            rr = self.nd[rr as usize].up;
+        }
+    }
+
+    /// Algorithm C: covers or purifies the items of `cur`'s option other
+    /// than the branching one, going rightward.
+    #[inline(always)]
+    pub fn commit_others<const COLORS: bool>(&mut self, cur: u32) {
+        let mut pp = cur + 1;
+        while pp != cur {
+            let node = self.nd[pp as usize];
+            if node.top <= 0 {
+                pp = node.up;
+                continue;
+            }
+            if !COLORS || node.color == 0 {
+                self.cover::<COLORS>(node.top as u32, true);
+            } else if node.color > 0 {
+                self.purify(pp);
+            }
+            pp += 1;
+        }
+    }
+
+    /// Undoes [`Self::commit_others`], going leftward.
+    #[inline(always)]
+    pub fn uncommit_others<const COLORS: bool>(&mut self, cur: u32) {
+        let mut pp = cur - 1;
+        while pp != cur {
+            let node = self.nd[pp as usize];
+            if node.top <= 0 {
+                pp = node.down;
+                continue;
+            }
+            if !COLORS || node.color == 0 {
+                self.uncover::<COLORS>(node.top as u32, true);
+            } else if node.color > 0 {
+                self.unpurify(pp);
+            }
+            pp -= 1;
+        }
+    }
+
+    /// Algorithm M: like [`Self::commit_others`], but a primary item is only
+    /// covered when its bound drops to zero.
+    pub fn m_commit_others<const COLORS: bool>(&mut self, cur: u32) {
+        let mut pp = cur + 1;
+        while pp != cur {
+            let node = self.nd[pp as usize];
+            if node.top <= 0 {
+                pp = node.up;
+                continue;
+            }
+            let cc = node.top as u32;
+            if cc < self.second {
+                self.bound[cc as usize] -= 1;
+                if self.bound[cc as usize] == 0 {
+                    self.cover::<COLORS>(cc, true);
+                }
+            } else if !COLORS || node.color == 0 {
+                self.cover::<COLORS>(cc, true);
+            } else if node.color > 0 {
+                self.purify(pp);
+            }
+            pp += 1;
+        }
+    }
+
+    pub fn m_uncommit_others<const COLORS: bool>(&mut self, cur: u32) {
+        let mut pp = cur - 1;
+        while pp != cur {
+            let node = self.nd[pp as usize];
+            if node.top <= 0 {
+                pp = node.down;
+                continue;
+            }
+            let cc = node.top as u32;
+            if cc < self.second {
+                if self.bound[cc as usize] == 0 {
+                    self.uncover::<COLORS>(cc, true);
+                }
+                self.bound[cc as usize] += 1;
+            } else if !COLORS || node.color == 0 {
+                self.uncover::<COLORS>(cc, true);
+            } else if node.color > 0 {
+                self.unpurify(pp);
+            }
+            pp -= 1;
+        }
+    }
+
+    /// DLX3's tweak: removes the topmost option `n` from its item's list and,
+    /// if `block`, hides it from the other lists too (when the item was
+    /// covered already its options are hidden, so only `n` itself moves).
+    pub fn tweak<const COLORS: bool>(&mut self, n: u32, block: bool) {
+        let nd = &mut self.nd[..];
+        let mut nn = if block { n + 1 } else { n };
+        loop {
+            let node = nd[nn as usize];
+            if !COLORS || node.color >= 0 {
+                if node.top <= 0 {
+                    nn = node.up;
+                    continue;
+                }
+                nd[node.up as usize].down = node.down;
+                nd[node.down as usize].up = node.up;
+                nd[node.top as usize].top -= 1;
+                self.updates += 1;
+            }
+            if nn == n {
+                break;
+            }
+            nn += 1;
+        }
+    }
+
+    /// Undoes every tweak made on item `c` since its list began at `x`.
+    pub fn untweak<const COLORS: bool>(&mut self, c: u32, x: u32, unblock: bool) {
+        let z = self.nd[c as usize].down;
+        self.nd[c as usize].down = x;
+        let (mut rr, mut qq, mut k) = (x, c, 0);
+        while rr != z {
+            self.nd[rr as usize].up = qq;
+            k += 1;
+            if unblock {
+                // Relink the option's other nodes (the order does not matter:
+                // each goes back between neighbours that still point past it).
+                let mut nn = rr + 1;
+                while nn != rr {
+                    let node = self.nd[nn as usize];
+                    if !COLORS || node.color >= 0 {
+                        if node.top <= 0 {
+                            nn = node.up;
+                            continue;
+                        }
+                        self.nd[node.up as usize].down = nn;
+                        self.nd[node.down as usize].up = nn;
+                        self.nd[node.top as usize].top += 1;
+                    }
+                    nn += 1;
+                }
+            }
+            qq = rr;
+            rr = self.nd[rr as usize].down;
+        }
+        self.nd[rr as usize].up = qq;
+        self.nd[c as usize].top += k;
+        if !unblock {
+            self.uncover::<COLORS>(c, false);
+        }
+    }
+}

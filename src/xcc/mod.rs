@@ -1,0 +1,14 @@
+//! The engine: problem model, Knuth's DLX text format, and the dancing-links
+//! search (Algorithms X, C and M) with splittable subtree tasks.
+pub mod dlx_format;
+mod links;
+pub mod problem;
+pub mod search;
+pub mod task;
+
+pub use problem::{Problem, ProblemBuilder, ProblemError};
+pub use search::{
+    Collect, CountOnly, Flow, Outcome, ProgressView, Request, RunConfig, SolutionView, Solver,
+    Stats, Status, TaskError, Visitor,
+};
+pub use task::{Decision, Task, ALL};

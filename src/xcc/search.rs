@@ -1,0 +1,846 @@
+//! The search: Algorithm C (DLX2) for problems whose primary items all have
+//! bounds [1, 1], Algorithm M (DLX3) otherwise, both able to start from a
+//! subtree [`Task`] and to give work away while running.
+//!
+//! The two loops follow Knuth's programs step for step, so that on the same
+//! input they visit the same search tree and report the same numbers of
+//! nodes and updates. The differences between them matter for those counts:
+//! DLX2 covers the branching item even when its list is empty and detects a
+//! solution right after covering an option (counting it as a node there);
+//! DLX3 backtracks at once on a node whose best score is <= 0 and detects a
+//! solution on entering a node with no active item.
+//!
+//! Levels below the task's level replay the task's path: each is a level
+//! whose range holds exactly one alternative. At the task's level the range is
+//! the task's; below it, all alternatives. Giving work away shrinks the range
+//! of the shallowest level that has untried alternatives; checkpointing turns
+//! every untried alternative into tasks and stops.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use super::links::{Links, ROOT};
+use super::problem::Problem;
+use super::task::{Decision, Task, ALL};
+
+/// Counters of one search, all machine-independent except none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Stats {
+    /// Search-tree nodes, each solution counted as a node (as Knuth does).
+    pub nodes: u64,
+    /// Removals of a node from a list or of an item from the active list.
+    pub updates: u64,
+    /// Purifications and options marked as agreeing with a purified item.
+    pub cleansings: u64,
+    pub solutions: u64,
+    /// Deepest level reached.
+    pub max_level: usize,
+    /// Nodes per level (only when [`RunConfig::profile`] is set).
+    pub profile: Vec<u64>,
+}
+
+impl Stats {
+    /// Adds the counters of another (part of the same) search.
+    pub fn merge(&mut self, other: &Stats) {
+        self.nodes += other.nodes;
+        self.updates += other.updates;
+        self.cleansings += other.cleansings;
+        self.solutions += other.solutions;
+        self.max_level = self.max_level.max(other.max_level);
+        if self.profile.len() < other.profile.len() {
+            self.profile.resize(other.profile.len(), 0);
+        }
+        for (a, b) in self.profile.iter_mut().zip(&other.profile) {
+            *a += b;
+        }
+    }
+}
+
+/// How a search run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Status {
+    /// Every alternative of the task was explored.
+    Exhausted,
+    /// `max_solutions` solutions were found.
+    SolutionLimit,
+    /// `max_nodes` nodes were explored.
+    NodeLimit,
+    /// The visitor or the stop flag asked to stop.
+    Stopped,
+    /// The visitor asked for a checkpoint: the unexplored work is in
+    /// [`Outcome::remaining`].
+    Checkpointed,
+}
+
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub status: Status,
+    pub stats: Stats,
+    /// After a checkpoint: the unexplored rest of the task, in the order the
+    /// search would have explored it.
+    pub remaining: Vec<Task>,
+}
+
+/// Limits and controls of one run.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub max_solutions: Option<u64>,
+    pub max_nodes: Option<u64>,
+    /// Call [`Visitor::poll`] (and read the stop flag) every this many nodes.
+    pub poll_interval: u64,
+    /// Count nodes per level.
+    pub profile: bool,
+    /// Set from elsewhere to stop the search within `poll_interval` nodes.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            max_solutions: None,
+            max_nodes: None,
+            poll_interval: 4096,
+            profile: false,
+            stop: None,
+        }
+    }
+}
+
+/// What a visitor wants after a solution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
+/// What a visitor wants when polled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    Continue,
+    Stop,
+    /// Turn all remaining work into tasks and stop.
+    Checkpoint,
+    /// Give part of the remaining work away (to [`Visitor::given_away`]).
+    GiveAway,
+}
+
+/// Receives what a search finds. Every method has a default, so a counter
+/// implements nothing, and a solution is never materialized unless asked.
+pub trait Visitor {
+    fn solution(&mut self, _solution: &SolutionView<'_>) -> Flow {
+        Flow::Continue
+    }
+    fn poll(&mut self, _progress: &ProgressView<'_>) -> Request {
+        Request::Continue
+    }
+    fn given_away(&mut self, _task: Task) {}
+}
+
+/// A visitor that only counts (the [`Stats`] already do).
+pub struct CountOnly;
+impl Visitor for CountOnly {}
+
+/// A visitor that keeps every solution (as sorted option indices).
+#[derive(Debug, Default)]
+pub struct Collect {
+    pub solutions: Vec<Vec<usize>>,
+}
+impl Visitor for Collect {
+    fn solution(&mut self, solution: &SolutionView<'_>) -> Flow {
+        self.solutions.push(solution.options());
+        Flow::Continue
+    }
+}
+
+/// A solution as the search holds it, valid during the callback.
+pub struct SolutionView<'a> {
+    choices: &'a [u32],
+    node_option: &'a [u32],
+    last_itm: u32,
+}
+
+impl SolutionView<'_> {
+    /// Writes the chosen option indices, ascending, into `out`.
+    pub fn options_into(&self, out: &mut Vec<usize>) {
+        out.clear();
+        out.extend(
+            self.choices
+                .iter()
+                .filter(|&&n| n > self.last_itm)
+                .map(|&n| self.node_option[n as usize] as usize),
+        );
+        out.sort_unstable();
+    }
+    /// The chosen option indices, ascending.
+    pub fn options(&self) -> Vec<usize> {
+        let mut v = Vec::new();
+        self.options_into(&mut v);
+        v
+    }
+}
+
+/// The state of a running search, for progress reports.
+pub struct ProgressView<'a> {
+    pub stats: &'a Stats,
+    /// Alternative positions (0-based) and degrees of the current path,
+    /// from the root.
+    pub positions: &'a [Decision],
+    pub degrees: &'a [Decision],
+    /// Weight of this task's part of the tree explored so far (Knuth's
+    /// estimate), in units of the whole tree.
+    pub done_weight: f64,
+    /// Weight of the work this run still owns plus what it has done.
+    pub task_weight: f64,
+}
+
+impl ProgressView<'_> {
+    /// Knuth's estimate of the fraction of the *whole* tree explored, when
+    /// the run started from the root task.
+    pub fn fraction(&self) -> f64 {
+        self.done_weight
+    }
+    /// Knuth's progress string: one "kd" pair per level, with 0-9, a-z,
+    /// A-Z for 0..61 and `*` above.
+    pub fn knuth_path(&self) -> String {
+        fn code(x: u32) -> char {
+            match x {
+                0..=9 => (b'0' + x as u8) as char,
+                10..=35 => (b'a' + (x - 10) as u8) as char,
+                36..=61 => (b'A' + (x - 36) as u8) as char,
+                _ => '*',
+            }
+        }
+        let mut s = String::new();
+        for (k, d) in self.positions.iter().zip(self.degrees) {
+            if !s.is_empty() {
+                s.push(' ');
+            }
+            s.push(code(k + 1));
+            s.push(code(*d));
+        }
+        s
+    }
+}
+
+/// A task that does not name a node of this problem's search tree.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("task path is invalid at level {level}: alternative {position} does not exist")]
+pub struct TaskError {
+    pub level: usize,
+    pub position: Decision,
+}
+
+/// A solver for one problem: the links plus the search stacks. Build one per
+/// worker thread and run any number of tasks on it, one after the other.
+pub struct Solver {
+    links: Links,
+    colors: bool,
+    multiplicities: bool,
+    // Per-level state.
+    best: Vec<u32>,
+    choice: Vec<u32>,
+    pos: Vec<Decision>,
+    hi: Vec<Decision>,
+    lo: Vec<Decision>,
+    degree: Vec<Decision>,
+    unit: Vec<f64>,
+    first_tweak: Vec<u32>,
+    null_taken: Vec<bool>,
+    // Per-run state.
+    stats: Stats,
+    base: usize,
+    task_weight: f64,
+    given_weight: f64,
+    countdown: u64,
+}
+
+enum Step {
+    Forward,
+    Advance,
+    Backup,
+    /// C: undo the current option and move to the next one.
+    Recover,
+    /// M: leave the level.
+    Backdown,
+}
+
+/// How the main loop ends, before unwinding.
+enum Exit {
+    Done,
+    Stop(Status),
+    Checkpoint,
+}
+
+impl Solver {
+    pub fn new(problem: &Problem) -> Solver {
+        let links = Links::new(problem);
+        // Depth is at most one level per option plus one null move per
+        // primary item, plus the final node.
+        let depth = problem.options().len() + problem.primary_count() + 2;
+        Solver {
+            links,
+            colors: problem.has_colors(),
+            multiplicities: problem.has_multiplicities(),
+            best: vec![0; depth],
+            choice: vec![0; depth],
+            pos: vec![0; depth],
+            hi: vec![0; depth],
+            lo: vec![0; depth],
+            degree: vec![0; depth],
+            unit: vec![0.0; depth],
+            first_tweak: vec![0; depth],
+            null_taken: vec![false; depth],
+            stats: Stats::default(),
+            base: 0,
+            task_weight: 1.0,
+            given_weight: 0.0,
+            countdown: 0,
+        }
+    }
+
+    /// Which of Knuth's algorithms this problem needs.
+    pub fn algorithm(&self) -> &'static str {
+        match (self.multiplicities, self.colors) {
+            (true, _) => "M",
+            (false, true) => "C",
+            (false, false) => "X",
+        }
+    }
+
+    /// Explores the subtree(s) named by `task`, reporting to `visitor`.
+    pub fn run<V: Visitor>(
+        &mut self,
+        task: &Task,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Result<Outcome, TaskError> {
+        self.stats = Stats::default();
+        self.links.updates = 0;
+        self.links.cleansings = 0;
+        self.base = task.path.len();
+        self.task_weight = task.weight;
+        self.given_weight = 0.0;
+        self.countdown = config.poll_interval.max(1);
+        if self.base + 2 >= self.best.len() {
+            return Err(TaskError {
+                level: self.best.len() - 2,
+                position: 0,
+            });
+        }
+        let result = match (self.multiplicities, self.colors) {
+            (false, false) => self.run_c::<false, V>(task, config, visitor),
+            (false, true) => self.run_c::<true, V>(task, config, visitor),
+            (true, false) => self.run_m::<false, V>(task, config, visitor),
+            (true, true) => self.run_m::<true, V>(task, config, visitor),
+        };
+        self.stats.updates = self.links.updates;
+        self.stats.cleansings = self.links.cleansings;
+        let (status, remaining) = result?;
+        Ok(Outcome {
+            status,
+            stats: std::mem::take(&mut self.stats),
+            remaining,
+        })
+    }
+
+    /// Sets the range of alternatives of a freshly entered level, and its
+    /// weight per alternative.
+    fn enter_level(&mut self, level: usize, task: &Task, degree: Decision) {
+        let (lo, hi) = if level < self.base {
+            (task.path[level], task.path[level].saturating_add(1))
+        } else if level == self.base {
+            (task.from, if task.to == ALL { degree } else { task.to })
+        } else {
+            (0, degree)
+        };
+        self.lo[level] = lo;
+        self.hi[level] = hi;
+        self.pos[level] = lo;
+        self.degree[level] = degree;
+        if level == self.base {
+            self.unit[level] = if hi > lo {
+                task.weight / f64::from(hi - lo)
+            } else {
+                0.0
+            };
+        } else if level > self.base {
+            self.unit[level] = self.unit[level - 1] / f64::from(degree.max(1));
+        }
+    }
+
+    /// Counts a node at `level` and, every `poll_interval` nodes, consults
+    /// the stop flag and the visitor. Returns how to go on.
+    #[inline(always)]
+    fn enter_node<V: Visitor>(
+        &mut self,
+        level: usize,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Option<Exit> {
+        if level < self.base {
+            return None;
+        }
+        self.stats.nodes += 1;
+        if config.profile {
+            let depth = level - self.base;
+            if self.stats.profile.len() <= depth {
+                self.stats.profile.resize(depth + 1, 0);
+            }
+            self.stats.profile[depth] += 1;
+        }
+        if level > self.stats.max_level {
+            self.stats.max_level = level;
+        }
+        if let Some(max) = config.max_nodes {
+            if self.stats.nodes > max {
+                self.stats.nodes -= 1;
+                return Some(Exit::Stop(Status::NodeLimit));
+            }
+        }
+        self.countdown -= 1;
+        if self.countdown > 0 {
+            return None;
+        }
+        self.countdown = config.poll_interval.max(1);
+        if let Some(flag) = &config.stop {
+            if flag.load(Ordering::Relaxed) {
+                return Some(Exit::Stop(Status::Stopped));
+            }
+        }
+        self.stats.updates = self.links.updates;
+        self.stats.cleansings = self.links.cleansings;
+        let request = {
+            let view = ProgressView {
+                stats: &self.stats,
+                positions: &self.pos[..level],
+                degrees: &self.degree[..level],
+                done_weight: self.done_weight(level),
+                task_weight: self.task_weight - self.given_weight,
+            };
+            visitor.poll(&view)
+        };
+        match request {
+            Request::Continue => None,
+            Request::Stop => Some(Exit::Stop(Status::Stopped)),
+            Request::Checkpoint => Some(Exit::Checkpoint),
+            Request::GiveAway => {
+                if let Some(task) = self.give_away(level) {
+                    visitor.given_away(task);
+                }
+                None
+            }
+        }
+    }
+
+    /// Knuth's estimate of the weight explored, at a node on `level` not yet
+    /// branched on.
+    fn done_weight(&self, level: usize) -> f64 {
+        if level <= self.base {
+            return 0.5 * (self.task_weight - self.given_weight);
+        }
+        let mut done = 0.0;
+        for l in self.base..level {
+            done += f64::from(self.pos[l] - self.lo[l]) * self.unit[l];
+        }
+        done + 0.5 * self.unit[level - 1]
+    }
+
+    /// Gives away the upper half of the untried alternatives at the
+    /// shallowest level that has any. Called at a node on `level`.
+    fn give_away(&mut self, level: usize) -> Option<Task> {
+        for l in self.base..level {
+            let (pos, hi) = (self.pos[l], self.hi[l]);
+            if hi > pos + 1 {
+                let untried = hi - pos - 1;
+                let mid = pos + 1 + untried / 2;
+                let weight = self.unit[l] * f64::from(hi - mid);
+                self.hi[l] = mid;
+                self.given_weight += weight;
+                return Some(Task {
+                    path: self.pos[..l].to_vec(),
+                    from: mid,
+                    to: hi,
+                    weight,
+                });
+            }
+        }
+        None
+    }
+
+    /// The unexplored work of a run stopped at a node on `level` (not yet
+    /// branched on), as tasks in the order the search would have met them.
+    fn remaining_tasks(&self, level: usize, task: &Task) -> Vec<Task> {
+        if level <= self.base {
+            return vec![task.clone()];
+        }
+        let mut tasks = vec![Task {
+            path: self.pos[..level].to_vec(),
+            from: 0,
+            to: ALL,
+            weight: self.unit[level - 1],
+        }];
+        for l in (self.base..level).rev() {
+            let (pos, hi) = (self.pos[l], self.hi[l]);
+            if hi > pos + 1 {
+                tasks.push(Task {
+                    path: self.pos[..l].to_vec(),
+                    from: pos + 1,
+                    to: hi,
+                    weight: self.unit[l] * f64::from(hi - pos - 1),
+                });
+            }
+        }
+        tasks
+    }
+
+    fn finish(&mut self, exit: Exit, level: usize, task: &Task) -> (Status, Vec<Task>) {
+        match exit {
+            Exit::Done => (Status::Exhausted, Vec::new()),
+            Exit::Stop(status) => (status, Vec::new()),
+            Exit::Checkpoint => (Status::Checkpointed, self.remaining_tasks(level, task)),
+        }
+    }
+
+    /// Reports a solution; returns how the search should go on.
+    fn record<V: Visitor>(
+        &mut self,
+        chosen: usize,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Option<Exit> {
+        self.stats.solutions += 1;
+        let flow = visitor.solution(&SolutionView {
+            choices: &self.choice[..chosen],
+            node_option: &self.links.node_option,
+            last_itm: self.links.last_itm,
+        });
+        if flow == Flow::Stop {
+            return Some(Exit::Stop(Status::Stopped));
+        }
+        if config
+            .max_solutions
+            .is_some_and(|m| self.stats.solutions >= m)
+        {
+            return Some(Exit::Stop(Status::SolutionLimit));
+        }
+        None
+    }
+
+    // ----- Algorithm C (DLX2) -----
+
+    /// Knuth's MRV rule as coded in DLX1/DLX2: scan the active primary
+    /// items from the left and take the first with the fewest options,
+    /// stopping at once on an item with none.
+    #[inline(always)]
+    fn choose_c(&self) -> (u32, i32) {
+        let links = &self.links;
+        let mut best = ROOT;
+        let mut t = i32::MAX;
+        let mut k = links.next[ROOT as usize];
+        while k != ROOT {
+            let len = links.len(k);
+            if len < t {
+                best = k;
+                t = len;
+                if t == 0 {
+                    break;
+                }
+            }
+            k = links.next[k as usize];
+        }
+        (best, t)
+    }
+
+    fn run_c<const COLORS: bool, V: Visitor>(
+        &mut self,
+        task: &Task,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Result<(Status, Vec<Task>), TaskError> {
+        let mut level = 0usize;
+        let mut step = Step::Forward;
+        let exit = loop {
+            match step {
+                Step::Forward => {
+                    if let Some(exit) = self.enter_node(level, config, visitor) {
+                        self.unwind_c::<COLORS>(level);
+                        break self.finish(exit, level, task);
+                    }
+                    let (best, len) = self.choose_c();
+                    self.links.cover::<COLORS>(best, true);
+                    self.best[level] = best;
+                    self.enter_level(level, task, len as Decision);
+                    let mut cur = self.links.nd[best as usize].down;
+                    for _ in 0..self.lo[level] {
+                        if cur == best {
+                            break;
+                        }
+                        cur = self.links.nd[cur as usize].down;
+                    }
+                    self.choice[level] = cur;
+                    if level < self.base && cur == best {
+                        let err = TaskError {
+                            level,
+                            position: self.lo[level],
+                        };
+                        self.links.uncover::<COLORS>(best, true);
+                        self.unwind_c::<COLORS>(level);
+                        return Err(err);
+                    }
+                    step = Step::Advance;
+                }
+                Step::Advance => {
+                    let cur = self.choice[level];
+                    if cur == self.best[level] || self.pos[level] >= self.hi[level] {
+                        step = Step::Backup;
+                        continue;
+                    }
+                    self.links.commit_others::<COLORS>(cur);
+                    if self.links.next[ROOT as usize] == ROOT {
+                        // A solution: DLX2 counts it as a node of its own.
+                        self.stats.nodes += 1;
+                        if let Some(exit) = self.record(level + 1, config, visitor) {
+                            self.unwind_c::<COLORS>(level + 1);
+                            break self.finish(exit, level + 1, task);
+                        }
+                        step = Step::Recover;
+                        continue;
+                    }
+                    level += 1;
+                    step = Step::Forward;
+                }
+                Step::Backup => {
+                    self.links.uncover::<COLORS>(self.best[level], true);
+                    if level == 0 {
+                        break self.finish(Exit::Done, 0, task);
+                    }
+                    level -= 1;
+                    step = Step::Recover;
+                }
+                Step::Recover => {
+                    let cur = self.choice[level];
+                    self.links.uncommit_others::<COLORS>(cur);
+                    self.choice[level] = self.links.nd[cur as usize].down;
+                    self.pos[level] += 1;
+                    step = Step::Advance;
+                }
+                Step::Backdown => unreachable!("Algorithm C has no backdown step"),
+            }
+        };
+        Ok(exit)
+    }
+
+    /// Restores the links after an early exit: every level below `level`
+    /// has its option committed and its item covered.
+    fn unwind_c<const COLORS: bool>(&mut self, level: usize) {
+        for l in (0..level).rev() {
+            self.links.uncommit_others::<COLORS>(self.choice[l]);
+            self.links.uncover::<COLORS>(self.best[l], true);
+        }
+    }
+
+    // ----- Algorithm M (DLX3) -----
+
+    /// DLX3's choice: minimize the branching degree `len + s - bound + 1`
+    /// where `s = min(slack, bound)`; on ties prefer the smaller `s`, then
+    /// the longer list, then the leftmost. Returns (item, score), score
+    /// `None` when no item is active (a solution).
+    fn choose_m(&self) -> (u32, Option<i64>) {
+        let links = &self.links;
+        let mut score = i64::MAX;
+        let (mut best, mut best_s, mut best_l) = (ROOT, 0i64, 0i64);
+        let mut k = links.next[ROOT as usize];
+        while k != ROOT {
+            let bound = i64::from(links.bound[k as usize]);
+            let s = i64::from(links.slack[k as usize]).min(bound);
+            let len = i64::from(links.len(k));
+            let t = len + s - bound + 1;
+            if t <= score && (t < score || s < best_s || (s == best_s && len > best_l)) {
+                score = t;
+                best = k;
+                best_s = s;
+                best_l = len;
+            }
+            k = links.next[k as usize];
+        }
+        (best, (best != ROOT).then_some(score))
+    }
+
+    /// Whether the branching item of `level` has no more alternatives at its
+    /// current option; otherwise makes the current alternative ready (tweaks
+    /// it, or for the null move deactivates the item).
+    fn m_prepare<const COLORS: bool>(&mut self, level: usize, skip_only: bool) -> bool {
+        let best = self.best[level];
+        let cur = self.choice[level];
+        let bound = self.links.bound[best as usize];
+        let slack = self.links.slack[best as usize];
+        if bound == 0 && slack == 0 {
+            return cur != best;
+        }
+        if self.links.len(best) <= bound - slack {
+            return false;
+        }
+        if cur != best {
+            self.links.tweak::<COLORS>(cur, bound != 0);
+        } else {
+            if skip_only {
+                return false; // the null move is the last alternative
+            }
+            if bound != 0 {
+                self.links.deactivate(best);
+            }
+            self.null_taken[level] = true;
+        }
+        true
+    }
+
+    /// Undoes the setup of the branching item of `level` (DLX3's "restore
+    /// the original state of best_itm").
+    fn m_restore<const COLORS: bool>(&mut self, level: usize) {
+        let best = self.best[level];
+        let b = best as usize;
+        if self.links.bound[b] == 0 && self.links.slack[b] == 0 {
+            self.links.uncover::<COLORS>(best, true);
+        } else {
+            let unblock = self.links.bound[b] != 0;
+            if !unblock && !self.null_taken[level] {
+                // Covered (and deactivated) on entry; DLX3 reactivates it on
+                // leaving the null move, which this range never reached.
+                self.links.reactivate(best);
+            }
+            self.links
+                .untweak::<COLORS>(best, self.first_tweak[level], unblock);
+        }
+        self.links.bound[b] += 1;
+    }
+
+    fn run_m<const COLORS: bool, V: Visitor>(
+        &mut self,
+        task: &Task,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Result<(Status, Vec<Task>), TaskError> {
+        let mut level = 0usize;
+        let mut step = Step::Forward;
+        let exit = loop {
+            match step {
+                Step::Forward => {
+                    if let Some(exit) = self.enter_node(level, config, visitor) {
+                        self.unwind_m::<COLORS>(level);
+                        break self.finish(exit, level, task);
+                    }
+                    let (best, score) = self.choose_m();
+                    let Some(score) = score else {
+                        if level < self.base {
+                            self.unwind_m::<COLORS>(level);
+                            return Err(TaskError { level, position: 0 });
+                        }
+                        if let Some(exit) = self.record(level, config, visitor) {
+                            self.unwind_m::<COLORS>(level);
+                            break self.finish(exit, level, task);
+                        }
+                        step = Step::Backdown;
+                        continue;
+                    };
+                    if score <= 0 {
+                        if level < self.base {
+                            self.unwind_m::<COLORS>(level);
+                            return Err(TaskError { level, position: 0 });
+                        }
+                        step = Step::Backdown;
+                        continue;
+                    }
+                    let b = best as usize;
+                    self.best[level] = best;
+                    self.null_taken[level] = false;
+                    let cur = self.links.nd[b].down;
+                    self.choice[level] = cur;
+                    self.links.bound[b] -= 1;
+                    if self.links.bound[b] == 0 && self.links.slack[b] == 0 {
+                        self.links.cover::<COLORS>(best, true);
+                    } else {
+                        self.first_tweak[level] = cur;
+                        if self.links.bound[b] == 0 {
+                            self.links.cover::<COLORS>(best, true);
+                        }
+                    }
+                    let degree = Decision::try_from(score).unwrap_or(Decision::MAX - 1);
+                    self.enter_level(level, task, degree);
+                    // Skip to the start of the range, tweaking as DLX3 would
+                    // have done while trying the skipped alternatives.
+                    let mut skipped = 0;
+                    while skipped < self.lo[level] && self.m_prepare::<COLORS>(level, true) {
+                        let cur = self.choice[level];
+                        self.choice[level] = self.links.nd[cur as usize].down;
+                        skipped += 1;
+                    }
+                    if skipped < self.lo[level] {
+                        if level < self.base {
+                            let err = TaskError {
+                                level,
+                                position: self.lo[level],
+                            };
+                            self.m_restore::<COLORS>(level);
+                            self.unwind_m::<COLORS>(level);
+                            return Err(err);
+                        }
+                        step = Step::Backup;
+                        continue;
+                    }
+                    step = Step::Advance;
+                }
+                Step::Advance => {
+                    if self.pos[level] >= self.hi[level] || !self.m_prepare::<COLORS>(level, false)
+                    {
+                        step = Step::Backup;
+                        continue;
+                    }
+                    let cur = self.choice[level];
+                    if cur != self.best[level] {
+                        self.links.m_commit_others::<COLORS>(cur);
+                    }
+                    level += 1;
+                    step = Step::Forward;
+                }
+                Step::Backup => {
+                    self.m_restore::<COLORS>(level);
+                    step = Step::Backdown;
+                }
+                Step::Backdown => {
+                    if level == 0 {
+                        break self.finish(Exit::Done, 0, task);
+                    }
+                    level -= 1;
+                    let cur = self.choice[level];
+                    let best = self.best[level];
+                    if cur == best {
+                        self.links.reactivate(best);
+                        step = Step::Backup;
+                        continue;
+                    }
+                    self.links.m_uncommit_others::<COLORS>(cur);
+                    self.choice[level] = self.links.nd[cur as usize].down;
+                    self.pos[level] += 1;
+                    step = Step::Advance;
+                }
+                Step::Recover => unreachable!("Algorithm M has no recover step"),
+            }
+        };
+        Ok(exit)
+    }
+
+    /// Restores the links after an early exit at a node on `level`, whose
+    /// item has not been chosen yet.
+    fn unwind_m<const COLORS: bool>(&mut self, level: usize) {
+        for l in (0..level).rev() {
+            let cur = self.choice[l];
+            let best = self.best[l];
+            if cur == best {
+                self.links.reactivate(best);
+            } else {
+                self.links.m_uncommit_others::<COLORS>(cur);
+            }
+            self.m_restore::<COLORS>(l);
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! The `xccd` binary as a user runs it.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn xccd(args: &[&str], stdin: impl AsRef<[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xccd"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the xccd binary runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_ref())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn solve_prints_knuths_format_and_statistics() {
+    let out = xccd(&["solve", "examples/colors.dlx"], "");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "1:\n A C X:1 Y:1\n B X:1\n");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("Option ignored (no primary items): X:0 Y:1"),
+        "{err}"
+    );
+    assert!(
+        err.trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("Altogether 1 solution, 14 updates, 5 cleansings, 4 nodes, "),
+        "{err}"
+    );
+}
+
+#[test]
+fn count_all_and_limit() {
+    let out = xccd(&["solve", "examples/queens8.dlx", "--count"], "");
+    assert_eq!(text(&out.stdout), "92\n");
+    assert!(text(&out.stderr).contains("Altogether 92 solutions, 16680 updates, 1049 nodes"));
+
+    let out = xccd(
+        &[
+            "solve",
+            "examples/queens8.dlx",
+            "--all",
+            "--format",
+            "indices",
+            "-q",
+        ],
+        "",
+    );
+    let lines: Vec<String> = text(&out.stdout).lines().map(String::from).collect();
+    assert_eq!(lines.len(), 92);
+    assert!(lines.iter().all(|l| l.split(' ').count() == 8));
+    assert!(out.stderr.is_empty(), "--quiet prints nothing on stderr");
+
+    let out = xccd(
+        &[
+            "solve",
+            "examples/queens8.dlx",
+            "--limit",
+            "3",
+            "--format",
+            "json",
+        ],
+        "",
+    );
+    let objects: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(objects.len(), 3);
+    assert_eq!(objects[2]["solution"], 3);
+    assert_eq!(objects[0]["options"].as_array().unwrap().len(), 8);
+    // The first JSON solution is the first --all solution.
+    let first: Vec<String> = objects[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_string())
+        .collect();
+    assert_eq!(first.join(" "), lines[0]);
+}
+
+#[test]
+fn reads_standard_input_and_reports_zero_solutions() {
+    let out = xccd(&["solve", "-", "--all"], "A B\nA\n");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "");
+    assert!(text(&out.stderr).contains("Altogether 0 solutions"));
+}
+
+#[test]
+fn bad_input_exits_2_naming_line_column_and_token() {
+    let out = xccd(&["solve"], "| items\nA B | X\nA X:1\nB Q\n");
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("line 4, column 3"), "{err}");
+    assert!(err.contains("\"Q\""), "{err}");
+    assert!(text(&out.stdout).is_empty());
+
+    let out = xccd(&["solve", "no/such/file.dlx"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("no/such/file.dlx"));
+
+    let out = xccd(&["solve"], b"A\xff B\n");
+    assert_eq!(out.status.code(), Some(2));
+
+    let out = xccd(&["solve", "--limit", "0", "examples/toy.dlx"], "");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn node_limit_stops_the_search() {
+    let out = xccd(
+        &[
+            "solve",
+            "examples/queens8.dlx",
+            "--count",
+            "--max-nodes",
+            "100",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let count: u64 = text(&out.stdout).trim().parse().unwrap();
+    assert!(count < 92);
+    assert!(text(&out.stderr).contains("Search stopped after 100 nodes"));
+}
+
+#[test]
+fn profile_lists_nodes_per_level() {
+    let out = xccd(&["solve", "examples/toy.dlx", "--profile", "--all"], "");
+    let err = text(&out.stderr);
+    assert!(err.contains("Profile:\n  0: 1\n"), "{err}");
+}

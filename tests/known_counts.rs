@@ -1,0 +1,192 @@
+//! Known solution counts, and Knuth's node and update counts, on the shared
+//! benchmark instances and on problems generated here.
+
+use std::path::PathBuf;
+
+use xccd::xcc::{dlx_format, Collect, CountOnly, ProblemBuilder, RunConfig, Solver, Stats, Task};
+
+fn bench_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/bench")
+}
+
+fn count(problem: &xccd::xcc::Problem) -> Stats {
+    Solver::new(problem)
+        .run(&Task::root(), &RunConfig::default(), &mut CountOnly)
+        .expect("root task is valid")
+        .stats
+}
+
+/// Every instance of the shared benchmark: the solution count, and for the
+/// algorithms we follow (DLX2 = Algorithm C, DLX3 = Algorithm M) the exact
+/// nodes, updates and cleansings of Knuth's programs.
+#[test]
+fn benchmark_instances_match_knuths_counts() {
+    let table = std::fs::read_to_string(bench_dir().join("knuth-reference.tsv"))
+        .expect("../shared/bench/knuth-reference.tsv is part of the project's shared data");
+    let mut checked = 0;
+    for line in table.lines() {
+        if line.starts_with('#') || line.starts_with("case") || line.trim().is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = line.split('\t').collect();
+        let name = f[0];
+        let num = |i: usize| f[i].parse::<u64>().unwrap();
+        let path = bench_dir().join("instances").join(format!("{name}.dlx"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let problem = dlx_format::parse(&text).unwrap();
+        let stats = count(&problem);
+        let algorithm = Solver::new(&problem).algorithm();
+        assert_eq!(stats.solutions, num(1), "{name}: solutions");
+        assert_eq!(stats.nodes, num(3), "{name}: nodes");
+        assert_eq!(stats.updates, num(4), "{name}: updates");
+        assert_eq!(stats.cleansings, num(5), "{name}: cleansings");
+        let expected_algorithm = if f[2] == "dlx3" { "M" } else { "XC" };
+        assert!(
+            expected_algorithm.contains(algorithm),
+            "{name}: algorithm {algorithm}"
+        );
+        checked += 1;
+    }
+    assert_eq!(
+        checked, 25,
+        "every instance of the reference table was checked"
+    );
+}
+
+/// n queens as exact cover: rows and columns primary, diagonals secondary.
+fn queens(n: usize) -> xccd::xcc::Problem {
+    let mut b = ProblemBuilder::new();
+    for i in 0..n {
+        b.primary(&format!("r{i}")).unwrap();
+        b.primary(&format!("c{i}")).unwrap();
+    }
+    for d in 0..2 * n - 1 {
+        b.secondary(&format!("a{d}")).unwrap();
+        b.secondary(&format!("b{d}")).unwrap();
+    }
+    for i in 0..n {
+        for j in 0..n {
+            let (r, c, a, d) = (
+                format!("r{i}"),
+                format!("c{j}"),
+                format!("a{}", i + j),
+                format!("b{}", i + n - 1 - j),
+            );
+            b.option_str(&[&r, &c, &a, &d]).unwrap();
+        }
+    }
+    b.build().unwrap()
+}
+
+#[test]
+fn n_queens_counts() {
+    let known = [1, 0, 0, 2, 10, 4, 40, 92, 352, 724, 2680, 14200];
+    for (n, &expected) in (1..).zip(known.iter()) {
+        let problem = queens(n);
+        let stats = count(&problem);
+        assert_eq!(stats.solutions, expected, "{n} queens");
+        // Every solution is a valid placement.
+        let mut all = Collect::default();
+        Solver::new(&problem)
+            .run(&Task::root(), &RunConfig::default(), &mut all)
+            .unwrap();
+        assert_eq!(all.solutions.len() as u64, expected);
+        for s in &all.solutions {
+            problem.verify(s).unwrap();
+        }
+    }
+}
+
+/// Langford pairs: place two copies of each k in 1..=n in 2n slots with k
+/// slots between them; counts include reversals.
+#[test]
+fn langford_counts() {
+    for (n, expected) in [(3, 2), (4, 2), (7, 52), (8, 300)] {
+        let mut b = ProblemBuilder::new();
+        for k in 1..=n {
+            b.primary(&format!("v{k}")).unwrap();
+        }
+        for s in 0..2 * n {
+            b.primary(&format!("s{s}")).unwrap();
+        }
+        for k in 1..=n {
+            for i in 0..2 * n {
+                let j = i + k + 1;
+                if j < 2 * n {
+                    b.option_str(&[&format!("v{k}"), &format!("s{i}"), &format!("s{j}")])
+                        .unwrap();
+                }
+            }
+        }
+        let stats = count(&b.build().unwrap());
+        assert_eq!(stats.solutions, expected, "langford {n}");
+    }
+}
+
+/// 0/1 matrices with all row and column sums k (Algorithm M): 4x4 with
+/// k = 2 has 90, 3x3 with k = 1 is the 6 permutation matrices, 3x3 with
+/// k = 2 their complements.
+#[test]
+fn multiplicity_matrix_counts() {
+    for (n, k, expected) in [(3, 1, 6), (3, 2, 6), (4, 2, 90), (5, 2, 2040)] {
+        let mut b = ProblemBuilder::new();
+        for i in 0..n {
+            b.primary_with_bounds(&format!("r{i}"), k, k).unwrap();
+        }
+        for j in 0..n {
+            b.primary_with_bounds(&format!("c{j}"), k, k).unwrap();
+        }
+        for i in 0..n {
+            for j in 0..n {
+                b.option_str(&[&format!("r{i}"), &format!("c{j}")]).unwrap();
+            }
+        }
+        let stats = count(&b.build().unwrap());
+        assert_eq!(stats.solutions, expected, "{n}x{n} sums {k}");
+    }
+}
+
+/// Bounds with slack: choose between 1 and 2 of 4 options covering one
+/// item, each option also covering its own optional item: C(4,1)+C(4,2).
+#[test]
+fn slack_bounds_count_subsets() {
+    let mut b = ProblemBuilder::new();
+    b.primary_with_bounds("P", 1, 2).unwrap();
+    for i in 0..4 {
+        b.primary_with_bounds(&format!("o{i}"), 0, 1).unwrap();
+    }
+    for i in 0..4 {
+        b.option_str(&["P", &format!("o{i}")]).unwrap();
+    }
+    let problem = b.build().unwrap();
+    let mut all = Collect::default();
+    Solver::new(&problem)
+        .run(&Task::root(), &RunConfig::default(), &mut all)
+        .unwrap();
+    assert_eq!(all.solutions.len(), 4 + 6);
+    for s in &all.solutions {
+        problem.verify(s).unwrap();
+    }
+}
+
+#[test]
+fn sudoku_instances_have_unique_solutions() {
+    for name in ["sudoku_hard17", "sudoku_royle17a", "sudoku_royle17b"] {
+        let path = bench_dir().join("instances").join(format!("{name}.dlx"));
+        let problem = dlx_format::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut all = Collect::default();
+        let outcome = Solver::new(&problem)
+            .run(
+                &Task::root(),
+                &RunConfig {
+                    max_solutions: Some(2),
+                    ..RunConfig::default()
+                },
+                &mut all,
+            )
+            .unwrap();
+        assert_eq!(outcome.status, xccd::xcc::Status::Exhausted, "{name}");
+        assert_eq!(all.solutions.len(), 1, "{name}");
+        problem.verify(&all.solutions[0]).unwrap();
+    }
+}
