@@ -2,4 +2,5 @@
 //!
 //! The layers point one way: [`xcc`] is the pure, synchronous engine (no
 //! async runtime, no network); everything else is built on it.
+pub mod service;
 pub mod xcc;

@@ -4,6 +4,9 @@
 //! bad input or usage, 1 on any other failure.
 
 mod bench;
+mod pooled;
+mod progress;
+mod serve;
 mod solve;
 
 use std::process::ExitCode;
@@ -26,6 +29,8 @@ struct Cli {
 enum Command {
     /// Solve an XCC problem written in Knuth's DLX format.
     Solve(solve::SolveArgs),
+    /// Serve the gRPC API with a pool of worker threads.
+    Serve(serve::ServeArgs),
     /// Run the benchmark instances single-threaded and print a table.
     Bench(bench::BenchArgs),
 }
@@ -43,6 +48,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Solve(args) => solve::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Bench(args) => bench::run(args),
     };
     match result {

@@ -40,6 +40,13 @@ pub struct SolveArgs {
     /// Do not print the final statistics line on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Run on a pool of N worker threads, as the server does (solutions may
+    /// then come in a different order from run to run).
+    #[arg(long, value_name = "N", conflicts_with = "server")]
+    pub threads: Option<usize>,
+    /// Run on an xccd server (for example http://127.0.0.1:50051).
+    #[arg(long, value_name = "URL", env = "XCCD_SERVER")]
+    pub server: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -55,6 +62,11 @@ pub enum Format {
 /// Reads a DLX problem from a path or `-`, mapping every failure to a
 /// message that names the input.
 pub fn read_problem(input: &str) -> Result<Problem, CliError> {
+    read_problem_and_text(input).map(|(problem, _)| problem)
+}
+
+/// Like [`read_problem`], also returning the text (for a server).
+pub fn read_problem_and_text(input: &str) -> Result<(Problem, String), CliError> {
     let (name, bytes) = if input == "-" {
         let mut buf = Vec::new();
         io::stdin()
@@ -66,7 +78,11 @@ pub fn read_problem(input: &str) -> Result<Problem, CliError> {
             .map_err(|e| CliError::BadInput(format!("cannot read {input}: {e}")))?;
         (input.to_string(), bytes)
     };
-    dlx_format::parse_bytes(&bytes).map_err(|e| CliError::BadInput(format!("{name}: {e}")))
+    let problem =
+        dlx_format::parse_bytes(&bytes).map_err(|e| CliError::BadInput(format!("{name}: {e}")))?;
+    // Parsing succeeded, so the text is valid UTF-8 where it matters; lossy
+    // conversion only touches comments.
+    Ok((problem, String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 /// Warns about options Knuth's programs would drop, as they do.
@@ -105,34 +121,46 @@ pub fn altogether(stats: &Stats, elapsed: Duration) -> String {
 }
 
 /// Writes solutions as they come, in the chosen format.
-struct Printer<'a, W: Write> {
+pub struct SolutionWriter<'a, W: Write> {
     problem: &'a Problem,
-    out: W,
+    pub out: W,
     format: Format,
     print: bool,
-    printed: u64,
-    options: Vec<usize>,
-    error: Option<io::Error>,
-    progress_every: Option<Duration>,
-    last_progress: Instant,
+    pub count: u64,
 }
 
-impl<W: Write> Printer<'_, W> {
-    fn write_solution(&mut self) -> io::Result<()> {
-        let n = self.printed;
+impl<'a, W: Write> SolutionWriter<'a, W> {
+    pub fn new(problem: &'a Problem, out: W, format: Format, print: bool) -> Self {
+        SolutionWriter {
+            problem,
+            out,
+            format,
+            print,
+            count: 0,
+        }
+    }
+
+    /// Counts a solution (option indices, ascending) and prints it unless
+    /// only counting.
+    pub fn write(&mut self, options: &[usize]) -> io::Result<()> {
+        self.count += 1;
+        if !self.print {
+            return Ok(());
+        }
+        let n = self.count;
         match self.format {
             Format::Knuth => {
                 writeln!(self.out, "{n}:")?;
-                for &o in &self.options {
+                for &o in options {
                     writeln!(self.out, " {}", self.problem.format_option(o))?;
                 }
             }
             Format::Indices => {
-                let line: Vec<String> = self.options.iter().map(|o| o.to_string()).collect();
+                let line: Vec<String> = options.iter().map(|o| o.to_string()).collect();
                 writeln!(self.out, "{}", line.join(" "))?;
             }
             Format::Json => {
-                let value = serde_json::json!({ "solution": n, "options": self.options });
+                let value = serde_json::json!({ "solution": n, "options": options });
                 writeln!(self.out, "{value}")?;
             }
         }
@@ -140,14 +168,20 @@ impl<W: Write> Printer<'_, W> {
     }
 }
 
+/// The single-threaded run's visitor: prints, and reports progress.
+struct Printer<'a, W: Write> {
+    writer: SolutionWriter<'a, W>,
+    options: Vec<usize>,
+    error: Option<io::Error>,
+    progress_every: Option<Duration>,
+    last_progress: Instant,
+    bar: super::progress::Bar,
+}
+
 impl<W: Write> Visitor for Printer<'_, W> {
     fn solution(&mut self, solution: &SolutionView<'_>) -> Flow {
-        self.printed += 1;
-        if !self.print {
-            return Flow::Continue;
-        }
         solution.options_into(&mut self.options);
-        match self.write_solution() {
+        match self.writer.write(&self.options) {
             Ok(()) => Flow::Continue,
             Err(e) => {
                 self.error = Some(e);
@@ -169,15 +203,59 @@ impl<W: Write> Visitor for Printer<'_, W> {
                 );
             }
         }
+        self.bar.update(
+            progress.stats.solutions,
+            progress.stats.nodes,
+            progress.fraction(),
+        );
         Request::Continue
     }
 }
 
-pub fn run(args: SolveArgs) -> Result<(), CliError> {
-    let problem = read_problem(&args.input)?;
-    if !args.quiet {
-        warn_dropped(&problem);
+/// What every way of running prints at the end.
+pub struct Finish {
+    pub stats: Stats,
+    pub elapsed: Duration,
+    pub node_limit: bool,
+}
+
+/// Prints the count (with --count), the profile and Knuth's closing line.
+pub fn finish<W: Write>(
+    args: &SolveArgs,
+    mut writer: SolutionWriter<'_, W>,
+    write_error: Option<io::Error>,
+    end: Finish,
+) -> Result<(), CliError> {
+    if args.count {
+        let _ = writeln!(writer.out, "{}", end.stats.solutions);
     }
+    let flushed = writer.out.flush();
+    match write_error.or(flushed.err()) {
+        // A closed pipe (`xccd solve --all | head`) is the reader's choice.
+        Some(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+        Some(e) => return Err(CliError::Failed(format!("cannot write output: {e}"))),
+        None => {}
+    }
+    if args.profile {
+        eprintln!("Profile:");
+        for (level, nodes) in end.stats.profile.iter().enumerate() {
+            eprintln!("{level:3}: {nodes}");
+        }
+    }
+    if !args.quiet {
+        if end.node_limit {
+            eprintln!(
+                "Search stopped after {} nodes (--max-nodes).",
+                end.stats.nodes
+            );
+        }
+        eprintln!("{}", altogether(&end.stats, end.elapsed));
+    }
+    Ok(())
+}
+
+/// How many solutions to look for.
+pub fn solution_limit(args: &SolveArgs) -> Result<Option<u64>, CliError> {
     let limit = match (args.all, args.count, args.limit) {
         (_, _, Some(n)) => Some(n),
         (true, _, None) | (_, true, None) => None,
@@ -186,6 +264,21 @@ pub fn run(args: SolveArgs) -> Result<(), CliError> {
     if limit == Some(0) {
         return Err(CliError::BadInput("--limit must be at least 1".into()));
     }
+    Ok(limit)
+}
+
+pub fn run(args: SolveArgs) -> Result<(), CliError> {
+    let (problem, text) = read_problem_and_text(&args.input)?;
+    if !args.quiet {
+        warn_dropped(&problem);
+    }
+    if let Some(url) = args.server.clone() {
+        return super::pooled::run_remote(&args, &problem, text, &url);
+    }
+    if let Some(threads) = args.threads {
+        return super::pooled::run_local(&args, problem, threads);
+    }
+    let limit = solution_limit(&args)?;
     let config = RunConfig {
         max_solutions: limit,
         max_nodes: args.max_nodes,
@@ -193,52 +286,38 @@ pub fn run(args: SolveArgs) -> Result<(), CliError> {
         poll_interval: if args.progress.is_some() {
             1024
         } else {
-            1 << 16
+            1 << 14
         },
         ..RunConfig::default()
     };
     let stdout = io::stdout();
     let mut printer = Printer {
-        problem: &problem,
-        out: BufWriter::new(stdout.lock()),
-        format: args.format,
-        print: !args.count,
-        printed: 0,
+        writer: SolutionWriter::new(
+            &problem,
+            BufWriter::new(stdout.lock()),
+            args.format,
+            !args.count,
+        ),
         options: Vec::new(),
         error: None,
         progress_every: args.progress.map(Duration::from_secs_f64),
         last_progress: Instant::now(),
+        bar: super::progress::Bar::new(args.quiet || args.progress.is_some()),
     };
     let start = Instant::now();
     let mut solver = Solver::new(&problem);
     let outcome = solver
         .run(&Task::root(), &config, &mut printer)
         .map_err(|e| CliError::Failed(format!("internal error: {e}")))?;
-    let elapsed = start.elapsed();
-    if args.count {
-        let _ = writeln!(printer.out, "{}", outcome.stats.solutions);
-    }
-    let flushed = printer.out.flush();
-    match printer.error.or(flushed.err()) {
-        // A closed pipe (`xccd solve --all | head`) is the reader's choice.
-        Some(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
-        Some(e) => return Err(CliError::Failed(format!("cannot write output: {e}"))),
-        None => {}
-    }
-    if args.profile {
-        eprintln!("Profile:");
-        for (level, nodes) in outcome.stats.profile.iter().enumerate() {
-            eprintln!("{level:3}: {nodes}");
-        }
-    }
-    if !args.quiet {
-        if outcome.status == Status::NodeLimit {
-            eprintln!(
-                "Search stopped after {} nodes (--max-nodes).",
-                outcome.stats.nodes
-            );
-        }
-        eprintln!("{}", altogether(&outcome.stats, elapsed));
-    }
-    Ok(())
+    printer.bar.finish();
+    finish(
+        &args,
+        printer.writer,
+        printer.error,
+        Finish {
+            stats: outcome.stats,
+            elapsed: start.elapsed(),
+            node_limit: outcome.status == Status::NodeLimit,
+        },
+    )
 }

@@ -249,6 +249,8 @@ pub struct Solver {
     // Per-run state.
     stats: Stats,
     base: usize,
+    /// Whether the task's own node is new to the search (the root task).
+    count_base: bool,
     task_weight: f64,
     given_weight: f64,
     countdown: u64,
@@ -292,6 +294,7 @@ impl Solver {
             null_taken: vec![false; depth],
             stats: Stats::default(),
             base: 0,
+            count_base: true,
             task_weight: 1.0,
             given_weight: 0.0,
             countdown: 0,
@@ -318,6 +321,7 @@ impl Solver {
         self.links.updates = 0;
         self.links.cleansings = 0;
         self.base = task.path.len();
+        self.count_base = task.path.is_empty() && task.from == 0 && task.to == ALL;
         self.task_weight = task.weight;
         self.given_weight = 0.0;
         self.countdown = config.poll_interval.max(1);
@@ -377,7 +381,10 @@ impl Solver {
         config: &RunConfig,
         visitor: &mut V,
     ) -> Option<Exit> {
-        if level < self.base {
+        // The node a task starts from was counted by the run that made the
+        // task, unless the task is the whole tree; polling there could only
+        // hand the task back.
+        if level < self.base || (level == self.base && !self.count_base) {
             return None;
         }
         self.stats.nodes += 1;
@@ -396,6 +403,9 @@ impl Solver {
                 self.stats.nodes -= 1;
                 return Some(Exit::Stop(Status::NodeLimit));
             }
+        }
+        if level == self.base {
+            return None;
         }
         self.countdown -= 1;
         if self.countdown > 0 {

@@ -1,0 +1,266 @@
+//! Messages to and from the engine's types. Every rejection is an
+//! INVALID_ARGUMENT status that names the field and, inside it, the item,
+//! option or line at fault.
+
+use std::time::Duration;
+
+use tonic::Status;
+
+use super::job::{EndReason, Progress, SolutionIndices, Summary};
+use super::proto as pb;
+use crate::xcc::{dlx_format, Problem, ProblemBuilder, ProblemError, Stats};
+
+/// Size limits on problems a client may send.
+#[derive(Debug, Clone)]
+pub struct ProblemLimits {
+    /// Longest DLX text, in bytes.
+    pub max_text_bytes: usize,
+    /// Most items.
+    pub max_items: usize,
+    /// Most options.
+    pub max_options: usize,
+    /// Most item occurrences over all options.
+    pub max_entries: usize,
+}
+
+impl Default for ProblemLimits {
+    fn default() -> Self {
+        ProblemLimits {
+            max_text_bytes: 32 << 20,
+            max_items: 1 << 20,
+            max_options: 4 << 20,
+            max_entries: 16 << 20,
+        }
+    }
+}
+
+fn too_big(field: &str, what: &str, actual: usize, limit: usize) -> Status {
+    Status::invalid_argument(format!(
+        "{field}: {actual} {what} exceed the server's limit of {limit}"
+    ))
+}
+
+/// Builds the engine's problem from a request's `problem` field.
+pub fn problem(message: Option<pb::Problem>, limits: &ProblemLimits) -> Result<Problem, Status> {
+    let source = message
+        .and_then(|p| p.source)
+        .ok_or_else(|| Status::invalid_argument("problem: required (give dlx or structured)"))?;
+    let problem = match source {
+        pb::problem::Source::Dlx(text) => {
+            if text.len() > limits.max_text_bytes {
+                return Err(too_big(
+                    "problem.dlx",
+                    "bytes",
+                    text.len(),
+                    limits.max_text_bytes,
+                ));
+            }
+            dlx_format::parse(&text)
+                .map_err(|e| Status::invalid_argument(format!("problem.dlx: {e}")))?
+        }
+        pb::problem::Source::Structured(s) => structured(s, limits)?,
+    };
+    if problem.items().len() > limits.max_items {
+        return Err(too_big(
+            "problem",
+            "items",
+            problem.items().len(),
+            limits.max_items,
+        ));
+    }
+    if problem.options().len() > limits.max_options {
+        return Err(too_big(
+            "problem",
+            "options",
+            problem.options().len(),
+            limits.max_options,
+        ));
+    }
+    if problem.entries() > limits.max_entries {
+        return Err(too_big(
+            "problem",
+            "item occurrences",
+            problem.entries(),
+            limits.max_entries,
+        ));
+    }
+    Ok(problem)
+}
+
+fn structured(s: pb::StructuredProblem, limits: &ProblemLimits) -> Result<Problem, Status> {
+    if s.items.len() > limits.max_items {
+        return Err(too_big(
+            "problem.structured.items",
+            "items",
+            s.items.len(),
+            limits.max_items,
+        ));
+    }
+    if s.options.len() > limits.max_options {
+        return Err(too_big(
+            "problem.structured.options",
+            "options",
+            s.options.len(),
+            limits.max_options,
+        ));
+    }
+    let entries: usize = s.options.iter().map(|o| o.entries.len()).sum();
+    if entries > limits.max_entries {
+        return Err(too_big(
+            "problem.structured.options",
+            "item occurrences",
+            entries,
+            limits.max_entries,
+        ));
+    }
+    let mut b = ProblemBuilder::new();
+    for (i, item) in s.items.iter().enumerate() {
+        let field = || format!("problem.structured.items[{i}]");
+        let kind = pb::ItemKind::try_from(item.kind).map_err(|_| {
+            Status::invalid_argument(format!("{}.kind: unknown value {}", field(), item.kind))
+        })?;
+        let result = match kind {
+            pb::ItemKind::Secondary => {
+                if item.min != 0 || item.max != 0 {
+                    return Err(Status::invalid_argument(format!(
+                        "{}: secondary item {:?} cannot have bounds",
+                        field(),
+                        item.name
+                    )));
+                }
+                b.secondary(&item.name)
+            }
+            pb::ItemKind::Primary | pb::ItemKind::Unspecified => {
+                if item.min == 0 && item.max == 0 {
+                    b.primary(&item.name)
+                } else {
+                    b.primary_with_bounds(&item.name, item.min, item.max)
+                }
+            }
+        };
+        result.map_err(|e| Status::invalid_argument(format!("{}: {e}", field())))?;
+    }
+    for (o, option) in s.options.iter().enumerate() {
+        let specs = option
+            .entries
+            .iter()
+            .map(|e| crate::xcc::problem::EntrySpec {
+                item: &e.item,
+                color: (!e.color.is_empty()).then_some(e.color.as_str()),
+            });
+        b.option(specs).map_err(|e| {
+            let at = entry_of_error(&e, option)
+                .map(|k| format!(".entries[{k}]"))
+                .unwrap_or_default();
+            Status::invalid_argument(format!("problem.structured.options[{o}]{at}: {e}"))
+        })?;
+    }
+    b.build()
+        .map_err(|e| Status::invalid_argument(format!("problem.structured: {e}")))
+}
+
+/// The entry of `option` that a builder error is about, when it names one.
+fn entry_of_error(error: &ProblemError, option: &pb::ProblemOption) -> Option<usize> {
+    let name = match error {
+        ProblemError::UnknownItem { item, .. }
+        | ProblemError::ColorOnPrimary { item, .. }
+        | ProblemError::EmptyColor { item, .. }
+        | ProblemError::BadColor { item, .. } => item,
+        ProblemError::ItemTwiceInOption { item, .. } => {
+            // The second occurrence is the one at fault.
+            return option
+                .entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| &e.item == item)
+                .nth(1)
+                .map(|(k, _)| k);
+        }
+        _ => return None,
+    };
+    option.entries.iter().position(|e| &e.item == name)
+}
+
+pub fn solution(problem: &Problem, indices: &SolutionIndices, with_text: bool) -> pb::Solution {
+    pb::Solution {
+        option_indices: indices.clone(),
+        option_texts: if with_text {
+            indices
+                .iter()
+                .map(|&o| problem.format_option(o as usize))
+                .collect()
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+pub fn statistics(stats: &Stats, solutions: u64, elapsed: Duration) -> pb::Statistics {
+    pb::Statistics {
+        solutions,
+        nodes: stats.nodes,
+        updates: stats.updates,
+        cleansings: stats.cleansings,
+        seconds: elapsed.as_secs_f64(),
+    }
+}
+
+pub fn end_reason(reason: EndReason) -> pb::EndReason {
+    match reason {
+        EndReason::Complete => pb::EndReason::Complete,
+        EndReason::Limit => pb::EndReason::Limit,
+        EndReason::Cancelled => pb::EndReason::Cancelled,
+        EndReason::Deadline => pb::EndReason::Deadline,
+        EndReason::NodeLimit => pb::EndReason::NodeLimit,
+        EndReason::Shutdown => pb::EndReason::Shutdown,
+    }
+}
+
+pub fn summary(s: &Summary) -> pb::Summary {
+    pb::Summary {
+        solutions: s.solutions,
+        statistics: Some(statistics(&s.stats, s.solutions, s.elapsed)),
+        reason: end_reason(s.reason) as i32,
+        exhausted: s.reason == EndReason::Complete,
+    }
+}
+
+pub fn progress(p: &Progress) -> pb::Progress {
+    pb::Progress {
+        solutions: p.solutions,
+        nodes: p.nodes,
+        fraction_done: p.fraction_done,
+        elapsed_seconds: p.elapsed.as_secs_f64(),
+        eta_seconds: p.eta.map_or(-1.0, |d| d.as_secs_f64()),
+        tasks_queued: p.tasks_queued as u32,
+        tasks_running: p.tasks_running as u32,
+        tasks_done: p.tasks_done,
+        workers_busy: p.workers_busy as u32,
+        workers_total: p.workers_total as u32,
+    }
+}
+
+/// Reads a gRPC deadline (`grpc-timeout` header: an integer and a unit).
+pub fn deadline<T>(request: &tonic::Request<T>) -> Option<Duration> {
+    let value = request.metadata().get("grpc-timeout")?.to_str().ok()?;
+    let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+/// A progress interval from a request, with the default and a floor.
+pub fn interval(seconds: f64) -> Duration {
+    if seconds.is_finite() && seconds > 0.0 {
+        Duration::from_secs_f64(seconds.max(0.01))
+    } else {
+        Duration::from_secs(1)
+    }
+}

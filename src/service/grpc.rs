@@ -1,0 +1,459 @@
+//! The `SolverService` RPCs, on top of the pool.
+//!
+//! Streams are fed by a pump task per call: it forwards the job's solution
+//! batches (through a channel of two messages, so a slow client holds back
+//! the job's bounded buffer and through it the workers), sends progress at
+//! the requested interval, and ends the job when the client goes away or the
+//! call's deadline passes. tonic's own timeout only covers the time until a
+//! stream is returned, so the pump enforces the deadline for the whole call.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+use tracing::Instrument;
+
+use super::convert::{self, ProblemLimits};
+use super::job::{Delivery, EndReason, Event, Job, JobSpec};
+use super::jobs::{format_id, parse_id, JobRegistry};
+use super::pool::{Pool, SubmitError};
+use super::proto as pb;
+use super::proto::solver_service_server::SolverService;
+use crate::xcc::Problem;
+
+/// Settings of the API layer.
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    pub limits: ProblemLimits,
+    /// Most solutions a Solve call may ask for (Enumerate has no limit).
+    pub max_solve_limit: u64,
+    /// Solution batches buffered per streaming call.
+    pub buffer_batches: usize,
+    pub default_batch_size: usize,
+    /// Kept solutions of a submitted job when the request says 0.
+    pub default_keep: usize,
+    pub max_keep: usize,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            limits: ProblemLimits::default(),
+            max_solve_limit: 100_000,
+            buffer_batches: 8,
+            default_batch_size: 256,
+            default_keep: 100,
+            max_keep: 100_000,
+        }
+    }
+}
+
+pub struct SolverApi {
+    pool: Arc<Pool>,
+    jobs: Arc<JobRegistry>,
+    config: ApiConfig,
+}
+
+impl SolverApi {
+    pub fn new(pool: Arc<Pool>, jobs: Arc<JobRegistry>, config: ApiConfig) -> SolverApi {
+        SolverApi { pool, jobs, config }
+    }
+
+    fn submit(&self, problem: Arc<Problem>, spec: JobSpec) -> Result<Arc<Job>, Status> {
+        self.pool.submit(problem, spec).map_err(|e| match e {
+            SubmitError::TooManyJobs(_) => Status::resource_exhausted(e.to_string()),
+            SubmitError::ShuttingDown => Status::unavailable(e.to_string()),
+        })
+    }
+
+    fn job_message(&self, job: &Job) -> pb::Job {
+        let progress = self.pool.progress(job);
+        let summary = job.summary();
+        let state = if summary.is_some() {
+            pb::JobState::Done
+        } else if progress.tasks_running > 0 || progress.nodes > 0 {
+            pb::JobState::Running
+        } else {
+            pb::JobState::Queued
+        };
+        pb::Job {
+            job_id: format_id(job.id),
+            state: state as i32,
+            progress: Some(convert::progress(&progress)),
+            summary: summary.as_ref().map(convert::summary),
+            created_unix_seconds: job
+                .created
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+        }
+    }
+
+    fn find(&self, id: &str) -> Result<Arc<Job>, Status> {
+        let parsed = parse_id(id)
+            .ok_or_else(|| Status::invalid_argument(format!("job_id: {id:?} is not a job id")))?;
+        self.jobs
+            .get(parsed)
+            .ok_or_else(|| Status::not_found(format!("job_id: no job {id} (it may have expired)")))
+    }
+}
+
+fn nonzero(n: u64) -> Option<u64> {
+    (n > 0).then_some(n)
+}
+
+/// Cancels a job if the call that owns it is dropped before it ends.
+struct CancelOnDrop {
+    pool: Arc<Pool>,
+    job: Arc<Job>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self.job.summary().is_none() {
+            self.pool.cancel(&self.job, EndReason::Cancelled);
+        }
+    }
+}
+
+type EventStream<T> = Pin<Box<dyn tokio_stream::Stream<Item = Result<T, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl SolverService for SolverApi {
+    async fn solve(
+        &self,
+        request: Request<pb::SolveRequest>,
+    ) -> Result<Response<pb::SolveResponse>, Status> {
+        let deadline = convert::deadline(&request);
+        let req = request.into_inner();
+        let limit = req.limit.max(1);
+        if limit > self.config.max_solve_limit {
+            return Err(Status::invalid_argument(format!(
+                "limit: {limit} exceeds the limit of {} for Solve; use Enumerate",
+                self.config.max_solve_limit
+            )));
+        }
+        let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
+        let job = self.submit(
+            problem.clone(),
+            JobSpec {
+                limit: Some(limit),
+                max_nodes: nonzero(req.max_nodes),
+                delivery: Delivery::Keep {
+                    keep: limit as usize,
+                },
+            },
+        )?;
+        let _guard = CancelOnDrop {
+            pool: self.pool.clone(),
+            job: job.clone(),
+        };
+        let span = tracing::info_span!("job", id = job.id, rpc = "Solve");
+        let summary = async {
+            match deadline {
+                Some(d) => match tokio::time::timeout(d, job.wait()).await {
+                    Ok(summary) => Ok(summary),
+                    Err(_) => {
+                        self.pool.cancel(&job, EndReason::Deadline);
+                        Err(Status::deadline_exceeded(format!(
+                            "deadline of {:.3} s passed",
+                            d.as_secs_f64()
+                        )))
+                    }
+                },
+                None => Ok(job.wait().await),
+            }
+        }
+        .instrument(span)
+        .await?;
+        let solutions = job
+            .kept_from(0)
+            .iter()
+            .map(|s| convert::solution(&problem, s, req.include_option_text))
+            .collect();
+        Ok(Response::new(pb::SolveResponse {
+            solutions,
+            exhausted: summary.reason == EndReason::Complete,
+            statistics: Some(convert::statistics(
+                &summary.stats,
+                summary.solutions,
+                summary.elapsed,
+            )),
+            reason: convert::end_reason(summary.reason) as i32,
+        }))
+    }
+
+    type EnumerateStream = EventStream<pb::EnumerateResponse>;
+
+    async fn enumerate(
+        &self,
+        request: Request<pb::EnumerateRequest>,
+    ) -> Result<Response<Self::EnumerateStream>, Status> {
+        let deadline = convert::deadline(&request).map(|d| Instant::now() + d);
+        let req = request.into_inner();
+        let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
+        let batch_size = if req.batch_size == 0 {
+            self.config.default_batch_size
+        } else {
+            req.batch_size as usize
+        };
+        let delivery = if req.count_only {
+            Delivery::CountOnly
+        } else {
+            Delivery::Stream {
+                buffer_batches: self.config.buffer_batches,
+                batch_size,
+            }
+        };
+        let job = self.submit(
+            problem.clone(),
+            JobSpec {
+                limit: nonzero(req.limit),
+                max_nodes: nonzero(req.max_nodes),
+                delivery,
+            },
+        )?;
+        let (tx, rx) = mpsc::channel(2);
+        let pump = Pump {
+            pool: self.pool.clone(),
+            job: job.clone(),
+            problem,
+            with_text: req.include_option_text,
+            interval: convert::interval(req.progress_interval_seconds),
+            deadline,
+        };
+        let span = tracing::info_span!("job", id = job.id, rpc = "Enumerate");
+        tokio::spawn(
+            async move {
+                pump.run(tx, |event| pb::EnumerateResponse { event: Some(event) })
+                    .await
+            }
+            .instrument(span),
+        );
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn submit_job(
+        &self,
+        request: Request<pb::SubmitJobRequest>,
+    ) -> Result<Response<pb::SubmitJobResponse>, Status> {
+        let req = request.into_inner();
+        let keep = match req.keep_solutions as usize {
+            0 => self.config.default_keep,
+            n if n > self.config.max_keep => {
+                return Err(Status::invalid_argument(format!(
+                    "keep_solutions: {n} exceeds the limit of {}",
+                    self.config.max_keep
+                )))
+            }
+            n => n,
+        };
+        let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
+        let job = self.submit(
+            problem,
+            JobSpec {
+                limit: nonzero(req.limit),
+                max_nodes: nonzero(req.max_nodes),
+                delivery: Delivery::Keep { keep },
+            },
+        )?;
+        self.jobs.insert(job.clone());
+        tracing::info!(job = job.id, "job submitted");
+        Ok(Response::new(pb::SubmitJobResponse {
+            job_id: format_id(job.id),
+        }))
+    }
+
+    type WatchJobStream = EventStream<pb::WatchJobResponse>;
+
+    async fn watch_job(
+        &self,
+        request: Request<pb::WatchJobRequest>,
+    ) -> Result<Response<Self::WatchJobStream>, Status> {
+        let deadline = convert::deadline(&request).map(|d| Instant::now() + d);
+        let req = request.into_inner();
+        let job = self.find(&req.job_id)?;
+        let (tx, rx) = mpsc::channel(2);
+        let pool = self.pool.clone();
+        let interval = convert::interval(req.progress_interval_seconds);
+        let span = tracing::info_span!("job", id = job.id, rpc = "WatchJob");
+        tokio::spawn(
+            async move {
+                watch(pool, job, req.include_solutions, interval, deadline, tx).await;
+            }
+            .instrument(span),
+        );
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn get_job(
+        &self,
+        request: Request<pb::GetJobRequest>,
+    ) -> Result<Response<pb::GetJobResponse>, Status> {
+        let req = request.into_inner();
+        let job = self.find(&req.job_id)?;
+        let mut kept = job.kept_from(0);
+        if req.max_solutions > 0 {
+            kept.truncate(req.max_solutions as usize);
+        }
+        Ok(Response::new(pb::GetJobResponse {
+            job: Some(self.job_message(&job)),
+            solutions: kept
+                .iter()
+                .map(|s| convert::solution(&job.problem, s, true))
+                .collect(),
+        }))
+    }
+
+    async fn cancel_job(
+        &self,
+        request: Request<pb::CancelJobRequest>,
+    ) -> Result<Response<pb::CancelJobResponse>, Status> {
+        let job = self.find(&request.into_inner().job_id)?;
+        self.pool.cancel(&job, EndReason::Cancelled);
+        tracing::info!(job = job.id, "job cancelled");
+        Ok(Response::new(pb::CancelJobResponse {
+            job: Some(self.job_message(&job)),
+        }))
+    }
+
+    async fn list_jobs(
+        &self,
+        _request: Request<pb::ListJobsRequest>,
+    ) -> Result<Response<pb::ListJobsResponse>, Status> {
+        let jobs = self
+            .jobs
+            .list()
+            .iter()
+            .map(|j| self.job_message(j))
+            .collect();
+        Ok(Response::new(pb::ListJobsResponse { jobs }))
+    }
+}
+
+/// The events common to Enumerate and WatchJob.
+type Wrap<T> = fn(pb::enumerate_response::Event) -> T;
+
+/// Feeds one Enumerate call from its job.
+struct Pump {
+    pool: Arc<Pool>,
+    job: Arc<Job>,
+    problem: Arc<Problem>,
+    with_text: bool,
+    interval: Duration,
+    deadline: Option<Instant>,
+}
+
+impl Pump {
+    async fn run<T: Send + 'static>(self, tx: mpsc::Sender<Result<T, Status>>, wrap: Wrap<T>) {
+        use pb::enumerate_response::Event as E;
+        let _cancel = CancelOnDrop {
+            pool: self.pool.clone(),
+            job: self.job.clone(),
+        };
+        let far = Instant::now() + Duration::from_secs(100 * 365 * 86400);
+        let deadline = self.deadline.unwrap_or(far);
+        let mut ticker = tokio::time::interval_at(Instant::now() + self.interval, self.interval);
+        loop {
+            let message = tokio::select! {
+                biased;
+                () = tx.closed() => return,
+                () = tokio::time::sleep_until(deadline) => {
+                    self.pool.cancel(&self.job, EndReason::Deadline);
+                    let _ = tx.send(Err(Status::deadline_exceeded("the call's deadline passed"))).await;
+                    return;
+                }
+                event = self.job.next_event() => match event {
+                    Event::Solutions(batch) => E::Solutions(pb::SolutionBatch {
+                        solutions: batch
+                            .iter()
+                            .map(|s| convert::solution(&self.problem, s, self.with_text))
+                            .collect(),
+                    }),
+                    Event::Done(summary) => {
+                        let _ = send_until(&tx, Ok(wrap(E::Progress(convert::progress(&self.pool.progress(&self.job))))), deadline).await;
+                        let _ = send_until(&tx, Ok(wrap(E::Summary(convert::summary(&summary)))), deadline).await;
+                        return;
+                    }
+                },
+                _ = ticker.tick() => E::Progress(convert::progress(&self.pool.progress(&self.job))),
+            };
+            if !send_until(&tx, Ok(wrap(message)), deadline).await {
+                if Instant::now() >= deadline {
+                    self.pool.cancel(&self.job, EndReason::Deadline);
+                    let _ =
+                        tx.try_send(Err(Status::deadline_exceeded("the call's deadline passed")));
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Sends unless the client is gone or the deadline passes first.
+async fn send_until<T>(tx: &mpsc::Sender<T>, message: T, deadline: Instant) -> bool {
+    matches!(
+        tokio::time::timeout_at(deadline, tx.send(message)).await,
+        Ok(Ok(()))
+    )
+}
+
+/// Feeds one WatchJob call. Watching never stops the job.
+async fn watch(
+    pool: Arc<Pool>,
+    job: Arc<Job>,
+    include_solutions: bool,
+    interval: Duration,
+    deadline: Option<Instant>,
+    tx: mpsc::Sender<Result<pb::WatchJobResponse, Status>>,
+) {
+    use pb::watch_job_response::Event as E;
+    let wrap = |event| Ok(pb::WatchJobResponse { event: Some(event) });
+    let far = Instant::now() + Duration::from_secs(100 * 365 * 86400);
+    let deadline = deadline.unwrap_or(far);
+    let mut sent = 0;
+    let mut next_progress = Instant::now();
+    loop {
+        if include_solutions {
+            let fresh = job.kept_from(sent);
+            if !fresh.is_empty() {
+                sent += fresh.len();
+                let batch = pb::SolutionBatch {
+                    solutions: fresh
+                        .iter()
+                        .map(|s| convert::solution(&job.problem, s, true))
+                        .collect(),
+                };
+                if !send_until(&tx, wrap(E::Solutions(batch)), deadline).await {
+                    return;
+                }
+            }
+        }
+        let summary = job.summary();
+        if summary.is_some() || Instant::now() >= next_progress {
+            let progress = convert::progress(&pool.progress(&job));
+            if !send_until(&tx, wrap(E::Progress(progress)), deadline).await {
+                return;
+            }
+            next_progress = Instant::now() + interval;
+        }
+        if let Some(summary) = summary {
+            if include_solutions && !job.kept_from(sent).is_empty() {
+                continue;
+            }
+            let _ = send_until(&tx, wrap(E::Summary(convert::summary(&summary))), deadline).await;
+            return;
+        }
+        if Instant::now() >= deadline {
+            let _ = tx.try_send(Err(Status::deadline_exceeded("the call's deadline passed")));
+            return;
+        }
+        tokio::select! {
+            () = tx.closed() => return,
+            () = job.changed(next_progress.saturating_duration_since(Instant::now())) => {}
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! The service: a worker pool that runs subtree tasks of many jobs, and the
+//! gRPC API in front of it.
+//!
+//! One idea per file: [`job`] (what a job shares with its consumers),
+//! [`pool`] (workers and scheduling), [`jobs`] (jobs that outlive a
+//! connection), [`convert`] (messages to and from the engine's types),
+//! [`grpc`] (the RPCs), [`server`] (listening, health, reflection, metrics,
+//! shutdown).
+
+pub mod convert;
+pub mod grpc;
+pub mod job;
+pub mod jobs;
+pub mod pool;
+pub mod proto;
+pub mod server;
+
+pub use job::{Delivery, EndReason, Job, JobSpec, Progress, Summary};
+pub use pool::{Pool, PoolConfig};

@@ -1,0 +1,614 @@
+//! The worker pool and its scheduler.
+//!
+//! Worker threads run subtree tasks of jobs on the synchronous engine. The
+//! scheduler's decisions all happen under one mutex, taken only at task
+//! boundaries and on rare events, never per node:
+//!
+//! - **Fairness.** Jobs with queued tasks wait in a round-robin ring. A
+//!   worker takes the first task of the job at the front and sends the job to
+//!   the back. A task that has run for a time slice while another job waits
+//!   checkpoints: its remaining work goes back to the front of its job's
+//!   queue, and the worker takes the next job's task. A small Solve is thus
+//!   answered within about a slice even while an enumeration fills the pool.
+//! - **Load balance.** When a worker is idle and no task is queued, the pool
+//!   is *hungry*; busy workers see it at their next poll (every
+//!   [`POLL_NODES`] nodes) and give away the upper half of the untried
+//!   alternatives at their shallowest open level. However unbalanced the
+//!   tree, no worker stays idle while another has work it can split.
+//! - **Backpressure.** A streaming job's solutions go through a bounded
+//!   buffer ([`Output`]). When it is full, the task checkpoints and the job is
+//!   skipped until its consumer has made room; no worker blocks on a slow
+//!   client and the server's memory does not grow.
+//! - **Cancellation.** A job's stop flag is read by the engine every
+//!   [`POLL_NODES`] nodes, a few microseconds of work.
+//!
+//! Progress of a job is the weight of its finished work plus the estimates of
+//! its running tasks (Knuth's estimate inside each task), never reported
+//! lower than before, and 1 when the job completes.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::job::{
+    Delivery, EndReason, Event, Job, JobId, JobSpec, Output, Progress, SolutionIndices,
+};
+use crate::xcc::{
+    Flow, Problem, ProgressView, Request, RunConfig, SolutionView, Solver, Status, Task, Visitor,
+};
+
+/// Nodes between two polls of a running task.
+pub const POLL_NODES: u64 = 1024;
+/// How long a task may keep its worker while another job waits.
+pub const TIME_SLICE: Duration = Duration::from_millis(10);
+
+/// Limits of a pool.
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    pub threads: usize,
+    /// Most jobs queued or running at once.
+    pub max_jobs: usize,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            max_jobs: 64,
+        }
+    }
+}
+
+/// Refusals of [`Pool::submit`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SubmitError {
+    #[error("too many jobs: {0} are queued or running (the limit)")]
+    TooManyJobs(usize),
+    #[error("the server is shutting down")]
+    ShuttingDown,
+}
+
+/// What one worker is doing, readable without the lock.
+#[derive(Default)]
+struct WorkerSlot {
+    job: AtomicU64,
+    done_weight: AtomicU64,
+    nodes: AtomicU64,
+}
+
+struct Sched {
+    job: Arc<Job>,
+    queue: VecDeque<Task>,
+    running: usize,
+    tasks_done: u64,
+    finished_weight: f64,
+}
+
+#[derive(Default)]
+struct State {
+    /// Jobs that may have queued tasks, in round-robin order.
+    ring: VecDeque<JobId>,
+    jobs: HashMap<JobId, Sched>,
+    idle: usize,
+    shutdown: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    work: Condvar,
+    threads: usize,
+    max_jobs: usize,
+    next_id: AtomicU64,
+    /// An idle worker and no task to give it.
+    hungry: AtomicBool,
+    /// Jobs with a task ready to run.
+    ready_jobs: AtomicUsize,
+    slots: Vec<WorkerSlot>,
+}
+
+/// A pool of worker threads running the tasks of many jobs.
+pub struct Pool {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Pool {
+    pub fn new(config: PoolConfig) -> Pool {
+        let threads = config.threads.max(1);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            work: Condvar::new(),
+            threads,
+            max_jobs: config.max_jobs.max(1),
+            next_id: AtomicU64::new(1),
+            hungry: AtomicBool::new(false),
+            ready_jobs: AtomicUsize::new(0),
+            slots: (0..threads).map(|_| WorkerSlot::default()).collect(),
+        });
+        let handles = (0..threads)
+            .map(|index| {
+                let shared = shared.clone();
+                std::thread::Builder::new()
+                    .name(format!("xccd-worker-{index}"))
+                    .spawn(move || worker(shared, index))
+                    .expect("spawn a worker thread")
+            })
+            .collect();
+        Pool {
+            shared,
+            threads: Mutex::new(handles),
+        }
+    }
+
+    pub fn workers(&self) -> usize {
+        self.shared.threads
+    }
+
+    /// Starts a job on `problem`.
+    pub fn submit(&self, problem: Arc<Problem>, spec: JobSpec) -> Result<Arc<Job>, SubmitError> {
+        let id = self.shared.next_id.fetch_add(1, Ordering::SeqCst);
+        let output = match spec.delivery {
+            Delivery::Stream { buffer_batches, .. } => {
+                let shared = Arc::downgrade(&self.shared);
+                Some(Output::new(
+                    buffer_batches,
+                    Box::new(move || {
+                        if let Some(shared) = shared.upgrade() {
+                            let state = shared.state.lock().unwrap();
+                            shared.refresh(&state);
+                            drop(state);
+                            shared.work.notify_all();
+                        }
+                    }),
+                ))
+            }
+            _ => None,
+        };
+        let job = Arc::new(Job::new(id, problem, spec, output));
+        let mut state = self.shared.state.lock().unwrap();
+        if state.shutdown {
+            return Err(SubmitError::ShuttingDown);
+        }
+        if state.jobs.len() >= self.shared.max_jobs {
+            return Err(SubmitError::TooManyJobs(self.shared.max_jobs));
+        }
+        state.jobs.insert(
+            id,
+            Sched {
+                job: job.clone(),
+                queue: VecDeque::from([Task::root()]),
+                running: 0,
+                tasks_done: 0,
+                finished_weight: 0.0,
+            },
+        );
+        state.ring.push_back(id);
+        self.shared.refresh(&state);
+        drop(state);
+        self.shared.work.notify_one();
+        metrics::counter!("xccd_jobs_started_total").increment(1);
+        tracing::debug!(job = id, "job queued");
+        Ok(job)
+    }
+
+    /// Stops a job: its queued tasks are dropped and its running tasks stop
+    /// at their next poll. The job ends (its summary says `reason`) once they
+    /// have.
+    pub fn cancel(&self, job: &Job, reason: EndReason) {
+        job.request_stop(reason);
+        let mut state = self.shared.state.lock().unwrap();
+        self.shared.settle(&mut state, job.id);
+        self.shared.refresh(&state);
+    }
+
+    /// A snapshot of a job's progress.
+    pub fn progress(&self, job: &Job) -> Progress {
+        let state = self.shared.state.lock().unwrap();
+        let busy = self.shared.threads - state.idle;
+        let mut progress = Progress {
+            solutions: job.solutions(),
+            elapsed: job.started.elapsed(),
+            workers_busy: busy,
+            workers_total: self.shared.threads,
+            ..Progress::default()
+        };
+        let mut nodes = job.stats().nodes;
+        match state.jobs.get(&job.id) {
+            Some(sched) => {
+                let mut done = sched.finished_weight;
+                for slot in &self.shared.slots {
+                    if slot.job.load(Ordering::SeqCst) == job.id {
+                        done += f64::from_bits(slot.done_weight.load(Ordering::SeqCst));
+                        nodes += slot.nodes.load(Ordering::SeqCst);
+                    }
+                }
+                progress.tasks_queued = sched.queue.len();
+                progress.tasks_running = sched.running;
+                progress.tasks_done = sched.tasks_done;
+                progress.fraction_done = job.monotone_fraction(done);
+            }
+            None => {
+                progress.fraction_done = job.monotone_fraction(0.0);
+                if let Some(summary) = job.summary() {
+                    progress.elapsed = summary.elapsed;
+                }
+            }
+        }
+        progress.nodes = nodes;
+        let f = progress.fraction_done;
+        if f > 0.0 && f < 1.0 {
+            progress.eta = Some(progress.elapsed.mul_f64((1.0 - f) / f));
+        } else if f >= 1.0 {
+            progress.eta = Some(Duration::ZERO);
+        }
+        progress
+    }
+
+    /// Workers currently running a task.
+    pub fn busy_workers(&self) -> usize {
+        self.shared.threads - self.shared.state.lock().unwrap().idle
+    }
+
+    /// Jobs queued or running.
+    pub fn active_jobs(&self) -> usize {
+        self.shared.state.lock().unwrap().jobs.len()
+    }
+
+    /// Tasks waiting in all queues.
+    pub fn queued_tasks(&self) -> usize {
+        let state = self.shared.state.lock().unwrap();
+        state.jobs.values().map(|s| s.queue.len()).sum()
+    }
+
+    /// Refuses new jobs and stops every job (reason `Shutdown`); the
+    /// workers exit once the running tasks have stopped.
+    pub fn stop_all_jobs(&self) {
+        let jobs: Vec<Arc<Job>> = {
+            let mut state = self.shared.state.lock().unwrap();
+            state.shutdown = true;
+            state.jobs.values().map(|s| s.job.clone()).collect()
+        };
+        for job in jobs {
+            self.cancel(&job, EndReason::Shutdown);
+        }
+        self.shared.work.notify_all();
+    }
+
+    /// Stops every job and joins the workers.
+    pub fn shutdown(&self) {
+        self.stop_all_jobs();
+        let handles = std::mem::take(&mut *self.threads.lock().unwrap());
+        for handle in handles {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl Shared {
+    /// Recomputes the flags that running tasks read without the lock.
+    fn refresh(&self, state: &State) {
+        let ready = state
+            .ring
+            .iter()
+            .filter(|id| {
+                state
+                    .jobs
+                    .get(id)
+                    .is_some_and(|s| !s.queue.is_empty() && !stalled(&s.job))
+            })
+            .count();
+        self.ready_jobs.store(ready, Ordering::SeqCst);
+        self.hungry.store(
+            state.idle > 0 && ready == 0 && !state.shutdown,
+            Ordering::SeqCst,
+        );
+    }
+
+    /// Ends a job whose work is all done, or that is stopping and has no
+    /// running task left.
+    fn settle(&self, state: &mut State, id: JobId) {
+        let Some(sched) = state.jobs.get_mut(&id) else {
+            return;
+        };
+        if sched.job.is_stopping() {
+            sched.queue.clear();
+        }
+        if sched.queue.is_empty() && sched.running == 0 {
+            let sched = state.jobs.remove(&id).expect("present");
+            state.ring.retain(|&j| j != id);
+            let summary = sched.job.finish();
+            metrics::counter!("xccd_jobs_finished_total", "reason" => format!("{:?}", summary.reason)).increment(1);
+            tracing::info!(
+                job = id,
+                solutions = summary.solutions,
+                nodes = summary.stats.nodes,
+                reason = ?summary.reason,
+                seconds = summary.elapsed.as_secs_f64(),
+                "job ended"
+            );
+        }
+    }
+
+    /// Takes the next task to run, waiting if there is none.
+    fn next_task(&self, index: usize) -> Option<(Arc<Job>, Task)> {
+        let mut state = self.state.lock().unwrap();
+        loop {
+            if state.shutdown && state.jobs.is_empty() {
+                return None;
+            }
+            if let Some(pick) = Self::pick(&mut state) {
+                let slot = &self.slots[index];
+                slot.job.store(pick.0.id, Ordering::SeqCst);
+                slot.done_weight.store(0f64.to_bits(), Ordering::SeqCst);
+                slot.nodes.store(0, Ordering::SeqCst);
+                self.refresh(&state);
+                return Some(pick);
+            }
+            state.idle += 1;
+            self.refresh(&state);
+            state = self.wait(state);
+            state.idle -= 1;
+        }
+    }
+
+    fn wait<'a>(&self, state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        // A timeout covers the one wake-up that needs no lock: a consumer
+        // making room in a stalled job's buffer between our check and wait.
+        self.work
+            .wait_timeout(state, Duration::from_millis(50))
+            .unwrap()
+            .0
+    }
+
+    fn pick(state: &mut State) -> Option<(Arc<Job>, Task)> {
+        for turn in 0..state.ring.len() {
+            let id = state.ring[turn];
+            let Some(sched) = state.jobs.get_mut(&id) else {
+                continue;
+            };
+            if sched.queue.is_empty() || stalled(&sched.job) {
+                continue;
+            }
+            let task = sched.queue.pop_front().expect("not empty");
+            sched.running += 1;
+            let job = sched.job.clone();
+            let more = !sched.queue.is_empty();
+            state.ring.remove(turn);
+            if more {
+                state.ring.push_back(id);
+            }
+            return Some((job, task));
+        }
+        // Jobs without queued tasks stay out of the ring until they get some.
+        let jobs = &state.jobs;
+        state
+            .ring
+            .retain(|id| jobs.get(id).is_some_and(|s| !s.queue.is_empty()));
+        None
+    }
+
+    fn enqueue(&self, state: &mut State, id: JobId, tasks: Vec<Task>, front: bool) {
+        let Some(sched) = state.jobs.get_mut(&id) else {
+            return;
+        };
+        if front {
+            for task in tasks.into_iter().rev() {
+                sched.queue.push_front(task);
+            }
+        } else {
+            sched.queue.extend(tasks);
+        }
+        if !state.ring.contains(&id) {
+            state.ring.push_back(id);
+        }
+    }
+
+    /// Whether a job other than `id` has a task ready.
+    fn others_waiting(&self, id: JobId) -> bool {
+        let ready = self.ready_jobs.load(Ordering::SeqCst);
+        if ready == 0 {
+            return false;
+        }
+        let state = self.state.lock().unwrap();
+        let mine = state
+            .jobs
+            .get(&id)
+            .is_some_and(|s| !s.queue.is_empty() && !stalled(&s.job));
+        ready > usize::from(mine)
+    }
+}
+
+fn stalled(job: &Job) -> bool {
+    job.output.as_ref().is_some_and(|o| o.is_stalled())
+}
+
+/// Runs tasks until the pool shuts down.
+fn worker(shared: Arc<Shared>, index: usize) {
+    let mut solvers: HashMap<JobId, Solver> = HashMap::new();
+    while let Some((job, task)) = shared.next_task(index) {
+        let span = tracing::debug_span!("task", job = job.id, level = task.level());
+        let _enter = span.enter();
+        if solvers.len() >= 4 && !solvers.contains_key(&job.id) {
+            solvers.clear();
+        }
+        let solver = solvers
+            .entry(job.id)
+            .or_insert_with(|| Solver::new(&job.problem));
+        let config = RunConfig {
+            poll_interval: POLL_NODES,
+            stop: Some(job.stop.clone()),
+            ..RunConfig::default()
+        };
+        let mut visitor = TaskVisitor {
+            shared: &shared,
+            job: &job,
+            slot: &shared.slots[index],
+            pending: Vec::new(),
+            batch_size: match job.spec.delivery {
+                Delivery::Stream { batch_size, .. } => batch_size.max(1),
+                _ => 0,
+            },
+            started: Instant::now(),
+            given: 0.0,
+        };
+        let result = solver.run(&task, &config, &mut visitor);
+        let given = visitor.given;
+        visitor.deliver_pending();
+        let mut state = shared.state.lock().unwrap();
+        let slot = &shared.slots[index];
+        slot.job.store(0, Ordering::SeqCst);
+        let Some(sched) = state.jobs.get_mut(&job.id) else {
+            continue;
+        };
+        sched.running -= 1;
+        sched.tasks_done += 1;
+        let mut requeue = Vec::new();
+        match result {
+            Ok(outcome) => {
+                job.add_stats(&outcome.stats);
+                metrics::counter!("xccd_nodes_total").increment(outcome.stats.nodes);
+                match outcome.status {
+                    Status::Exhausted => sched.finished_weight += task.weight - given,
+                    Status::Checkpointed => {
+                        let left: f64 = outcome.remaining.iter().map(|t| t.weight).sum();
+                        sched.finished_weight += (task.weight - given - left).max(0.0);
+                        requeue = outcome.remaining;
+                    }
+                    _ => {}
+                }
+            }
+            Err(error) => {
+                tracing::error!(job = job.id, %error, "task failed");
+                job.request_stop(EndReason::Cancelled);
+            }
+        }
+        metrics::counter!("xccd_tasks_total").increment(1);
+        if !requeue.is_empty() {
+            shared.enqueue(&mut state, job.id, requeue, true);
+        }
+        shared.settle(&mut state, job.id);
+        shared.refresh(&state);
+        drop(state);
+        shared.work.notify_all();
+    }
+}
+
+/// Connects one task run to its job and the pool.
+struct TaskVisitor<'a> {
+    shared: &'a Shared,
+    job: &'a Job,
+    slot: &'a WorkerSlot,
+    /// Solutions found but not yet in the job's buffer.
+    pending: Vec<SolutionIndices>,
+    batch_size: usize,
+    started: Instant,
+    /// Weight given away by this run.
+    given: f64,
+}
+
+impl TaskVisitor<'_> {
+    /// Moves pending solutions to the job's buffer; false if it is full.
+    fn flush(&mut self) -> bool {
+        let Some(output) = &self.job.output else {
+            return true;
+        };
+        if self.pending.is_empty() {
+            return true;
+        }
+        let batch = std::mem::take(&mut self.pending);
+        let n = batch.len() as u64;
+        match output.try_push(Event::Solutions(batch)) {
+            Ok(()) => {
+                metrics::counter!("xccd_solutions_streamed_total").increment(n);
+                true
+            }
+            Err(Event::Solutions(batch)) => {
+                self.pending = batch;
+                false
+            }
+            Err(Event::Done(_)) => unreachable!("only solutions are pushed here"),
+        }
+    }
+
+    /// Delivers what is left when the run ends, room or not (one batch per
+    /// worker at most over the buffer's capacity).
+    fn deliver_pending(&mut self) {
+        if let Some(output) = &self.job.output {
+            if !self.pending.is_empty() {
+                let batch = std::mem::take(&mut self.pending);
+                metrics::counter!("xccd_solutions_streamed_total").increment(batch.len() as u64);
+                output.force_push(Event::Solutions(batch));
+            }
+        }
+    }
+}
+
+impl Visitor for TaskVisitor<'_> {
+    fn solution(&mut self, solution: &SolutionView<'_>) -> Flow {
+        if !self.job.claim_solution() {
+            return Flow::Stop;
+        }
+        match self.job.spec.delivery {
+            Delivery::CountOnly => {}
+            Delivery::Keep { .. } => {
+                self.job
+                    .keep(solution.options().into_iter().map(|o| o as u32).collect());
+            }
+            Delivery::Stream { .. } => {
+                self.pending
+                    .push(solution.options().into_iter().map(|o| o as u32).collect());
+                if self.pending.len() >= self.batch_size {
+                    // A full buffer is handled at the next poll.
+                    self.flush();
+                }
+            }
+        }
+        Flow::Continue
+    }
+
+    fn poll(&mut self, progress: &ProgressView<'_>) -> Request {
+        self.slot
+            .done_weight
+            .store(progress.done_weight.to_bits(), Ordering::SeqCst);
+        self.slot
+            .nodes
+            .store(progress.stats.nodes, Ordering::SeqCst);
+        if self.job.is_stopping() {
+            return Request::Stop;
+        }
+        if let Some(max) = self.job.spec.max_nodes {
+            if self.job.stats().nodes + progress.stats.nodes >= max {
+                self.job.request_stop(EndReason::NodeLimit);
+                return Request::Stop;
+            }
+        }
+        if !self.flush() {
+            return Request::Checkpoint;
+        }
+        if self.shared.hungry.load(Ordering::SeqCst) {
+            return Request::GiveAway;
+        }
+        if self.started.elapsed() >= TIME_SLICE && self.shared.others_waiting(self.job.id) {
+            return Request::Checkpoint;
+        }
+        Request::Continue
+    }
+
+    fn given_away(&mut self, task: Task) {
+        self.given += task.weight;
+        let mut state = self.shared.state.lock().unwrap();
+        self.shared
+            .enqueue(&mut state, self.job.id, vec![task], false);
+        self.shared.refresh(&state);
+        drop(state);
+        self.shared.work.notify_one();
+    }
+}

@@ -1,0 +1,160 @@
+//! Listening: the gRPC server with the solver, health and reflection
+//! services, Prometheus metrics on their own port, and graceful shutdown.
+//!
+//! Shutdown order matters: first the pool stops every job (streams get a
+//! summary with reason SHUTDOWN, so clients learn why), then the transport
+//! stops accepting and waits for the calls in flight, then the workers are
+//! joined.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio_stream::wrappers::TcpListenerStream;
+
+use super::grpc::{ApiConfig, SolverApi};
+use super::jobs::JobRegistry;
+use super::pool::{Pool, PoolConfig};
+use super::proto::solver_service_server::SolverServiceServer;
+use super::proto::FILE_DESCRIPTOR_SET;
+
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    pub pool: PoolConfig,
+    pub api: ApiConfig,
+    /// How long ended submitted jobs stay readable.
+    pub job_retention: Duration,
+    /// Where to serve Prometheus metrics (`/metrics`), if anywhere.
+    pub metrics_listen: Option<SocketAddr>,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            listen: ([127, 0, 0, 1], 50051).into(),
+            pool: PoolConfig::default(),
+            api: ApiConfig::default(),
+            job_retention: Duration::from_secs(600),
+            metrics_listen: None,
+        }
+    }
+}
+
+/// A server started in the background.
+pub struct RunningServer {
+    /// The address it listens on (useful with port 0).
+    pub addr: SocketAddr,
+    pub pool: Arc<Pool>,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Result<(), tonic::transport::Error>>,
+}
+
+impl RunningServer {
+    /// Stops gracefully (see the module's documentation) and waits.
+    pub async fn shutdown(mut self) -> Result<(), tonic::transport::Error> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let result = (&mut self.task).await.expect("server task panicked");
+        let pool = self.pool.clone();
+        let _ = tokio::task::spawn_blocking(move || pool.shutdown()).await;
+        result
+    }
+}
+
+/// Binds and starts serving in the background.
+pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
+    let listener = TcpListener::bind(config.listen).await?;
+    let addr = listener.local_addr()?;
+    let pool = Arc::new(Pool::new(config.pool.clone()));
+    let jobs = Arc::new(JobRegistry::new(config.job_retention));
+    if let Some(metrics_addr) = config.metrics_listen {
+        metrics_exporter_prometheus::PrometheusBuilder::new()
+            .with_http_listener(metrics_addr)
+            .install()
+            .map_err(|e| std::io::Error::other(format!("metrics on {metrics_addr}: {e}")))?;
+        tokio::spawn(report_gauges(Arc::downgrade(&pool)));
+        tracing::info!(%metrics_addr, "metrics at /metrics");
+    }
+    let max_message = config.api.limits.max_text_bytes + (1 << 20);
+    let api = SolverServiceServer::new(SolverApi::new(pool.clone(), jobs, config.api.clone()))
+        .max_decoding_message_size(max_message);
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<SolverServiceServer<SolverApi>>().await;
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .map_err(std::io::Error::other)?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .map_err(std::io::Error::other)?;
+
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let draining_pool = pool.clone();
+    let shutdown = async move {
+        let _ = stop_rx.await;
+        tracing::info!("shutting down: stopping jobs, then the listener");
+        health
+            .set_not_serving::<SolverServiceServer<SolverApi>>()
+            .await;
+        let pool = draining_pool.clone();
+        let _ = tokio::task::spawn_blocking(move || pool.stop_all_jobs()).await;
+    };
+    let task = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(health_service)
+            .add_service(reflection_v1)
+            .add_service(reflection_v1alpha)
+            .add_service(api)
+            .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown),
+    );
+    tracing::info!(%addr, workers = pool.workers(), "serving gRPC");
+    Ok(RunningServer {
+        addr,
+        pool,
+        stop: Some(stop_tx),
+        task,
+    })
+}
+
+/// Serves until SIGINT or SIGTERM, then shuts down gracefully.
+pub async fn serve_until_signal(config: ServeConfig) -> std::io::Result<()> {
+    let server = start(config).await?;
+    shutdown_signal().await;
+    server.shutdown().await.map_err(std::io::Error::other)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("install the SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+/// Publishes the pool's gauges every second while it lives.
+async fn report_gauges(pool: std::sync::Weak<Pool>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let Some(pool) = pool.upgrade() else { return };
+        metrics::gauge!("xccd_workers_total").set(pool.workers() as f64);
+        metrics::gauge!("xccd_workers_busy").set(pool.busy_workers() as f64);
+        metrics::gauge!("xccd_jobs_active").set(pool.active_jobs() as f64);
+        metrics::gauge!("xccd_tasks_queued").set(pool.queued_tasks() as f64);
+    }
+}
