@@ -2,5 +2,6 @@
 //!
 //! The layers point one way: [`xcc`] is the pure, synchronous engine (no
 //! async runtime, no network); everything else is built on it.
+pub mod puzzles;
 pub mod service;
 pub mod xcc;

@@ -28,6 +28,11 @@ pub struct BenchArgs {
     /// Run each instance this many times and report the fastest.
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
+    /// Measure the worker pool and the gRPC service instead (parallel
+    /// speedup, streaming, latency); --filter picks among speedup, stream,
+    /// latency.
+    #[arg(long)]
+    pub service: bool,
 }
 
 struct Reference {
@@ -67,6 +72,9 @@ fn read_reference(path: &Path) -> HashMap<String, Reference> {
 }
 
 pub fn run(args: BenchArgs) -> Result<(), CliError> {
+    if args.service {
+        return super::bench_service::run(&args.dir, args.filter.as_deref());
+    }
     let dir = args.dir.join("instances");
     let reference = read_reference(&args.dir.join("knuth-reference.tsv"));
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)

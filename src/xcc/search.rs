@@ -92,6 +92,8 @@ pub struct RunConfig {
     pub profile: bool,
     /// Set from elsewhere to stop the search within `poll_interval` nodes.
     pub stop: Option<Arc<AtomicBool>>,
+    /// Ask [`Visitor::partial`] at every node.
+    pub check_partial: bool,
 }
 
 impl Default for RunConfig {
@@ -102,6 +104,7 @@ impl Default for RunConfig {
             poll_interval: 4096,
             profile: false,
             stop: None,
+            check_partial: false,
         }
     }
 }
@@ -111,6 +114,9 @@ impl Default for RunConfig {
 pub enum Flow {
     Continue,
     Stop,
+    /// Not a solution after all (a side condition the XCC encoding cannot
+    /// express, such as connectivity, fails): not counted, search goes on.
+    Reject,
 }
 
 /// What a visitor wants when polled.
@@ -134,6 +140,13 @@ pub trait Visitor {
         Request::Continue
     }
     fn given_away(&mut self, _task: Task) {}
+    /// With [`RunConfig::check_partial`]: called on entering each node with
+    /// the options chosen so far; returning `false` prunes the node's whole
+    /// subtree. Puzzles use it for conditions that exact cover cannot
+    /// express (one loop, connected cells) to cut dead branches early.
+    fn partial(&mut self, _chosen: &SolutionView<'_>) -> bool {
+        true
+    }
 }
 
 /// A visitor that only counts (the [`Stats`] already do).
@@ -511,6 +524,16 @@ impl Solver {
         }
     }
 
+    /// Asks the visitor whether the options chosen above `level` may still
+    /// lead to a solution.
+    fn accepts<V: Visitor>(&self, level: usize, visitor: &mut V) -> bool {
+        visitor.partial(&SolutionView {
+            choices: &self.choice[..level],
+            node_option: &self.links.node_option,
+            last_itm: self.links.last_itm,
+        })
+    }
+
     /// Reports a solution; returns how the search should go on.
     fn record<V: Visitor>(
         &mut self,
@@ -518,14 +541,18 @@ impl Solver {
         config: &RunConfig,
         visitor: &mut V,
     ) -> Option<Exit> {
-        self.stats.solutions += 1;
         let flow = visitor.solution(&SolutionView {
             choices: &self.choice[..chosen],
             node_option: &self.links.node_option,
             last_itm: self.links.last_itm,
         });
-        if flow == Flow::Stop {
-            return Some(Exit::Stop(Status::Stopped));
+        match flow {
+            Flow::Reject => return None,
+            Flow::Stop => {
+                self.stats.solutions += 1;
+                return Some(Exit::Stop(Status::Stopped));
+            }
+            Flow::Continue => self.stats.solutions += 1,
         }
         if config
             .max_solutions
@@ -575,6 +602,11 @@ impl Solver {
                     if let Some(exit) = self.enter_node(level, config, visitor) {
                         self.unwind_c::<COLORS>(level);
                         break self.finish(exit, level, task);
+                    }
+                    if config.check_partial && level > self.base && !self.accepts(level, visitor) {
+                        level -= 1;
+                        step = Step::Recover;
+                        continue;
                     }
                     let (best, len) = self.choose_c();
                     self.links.cover::<COLORS>(best, true);
@@ -738,6 +770,10 @@ impl Solver {
                     if let Some(exit) = self.enter_node(level, config, visitor) {
                         self.unwind_m::<COLORS>(level);
                         break self.finish(exit, level, task);
+                    }
+                    if config.check_partial && level > self.base && !self.accepts(level, visitor) {
+                        step = Step::Backdown;
+                        continue;
                     }
                     let (best, score) = self.choose_m();
                     let Some(score) = score else {

@@ -1,0 +1,239 @@
+//! `xccd bench --service`: the worker pool and the gRPC service, measured.
+//!
+//! - parallel speedup: the same count with a pool of 2 workers and of 1;
+//! - streaming: every solution of an instance sent to a client over
+//!   loopback, against an in-process single-threaded count;
+//! - latency: Solve calls on a sudoku while an enumeration keeps every
+//!   worker busy.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use xccd::service::proto as pb;
+use xccd::service::proto::solver_service_client::SolverServiceClient;
+use xccd::service::server::{start, ServeConfig};
+use xccd::service::{Delivery, JobSpec, Pool, PoolConfig};
+use xccd::xcc::{CountOnly, Problem, RunConfig, Solver, Task};
+
+use super::CliError;
+
+fn load(dir: &Path, name: &str) -> Result<(Problem, String), CliError> {
+    let path = dir.join("instances").join(format!("{name}.dlx"));
+    super::solve::read_problem_and_text(&path.to_string_lossy())
+}
+
+fn pool_count(problem: &Arc<Problem>, threads: usize) -> Result<(u64, f64, u64), CliError> {
+    let pool = Pool::new(PoolConfig {
+        threads,
+        max_jobs: 1,
+    });
+    let start = Instant::now();
+    let job = pool
+        .submit(
+            problem.clone(),
+            JobSpec {
+                limit: None,
+                max_nodes: None,
+                delivery: Delivery::CountOnly,
+            },
+        )
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let summary = runtime.block_on(job.wait());
+    Ok((
+        summary.solutions,
+        start.elapsed().as_secs_f64(),
+        summary.stats.nodes,
+    ))
+}
+
+pub fn run(dir: &Path, filter: Option<&str>) -> Result<(), CliError> {
+    let wanted = |name: &str| filter.is_none_or(|f| name.contains(f));
+    if wanted("speedup") {
+        println!("parallel speedup (count only, pool of N worker threads)");
+        println!(
+            "{:<12} {:>10} {:>12} {:>9} {:>9} {:>8}",
+            "instance", "solutions", "nodes", "1 thr s", "2 thr s", "speedup"
+        );
+        for name in ["queens15", "pent6x10"] {
+            let (problem, _) = load(dir, name)?;
+            let problem = Arc::new(problem);
+            let (s1, t1, n1) = pool_count(&problem, 1)?;
+            let (s2, t2, n2) = pool_count(&problem, 2)?;
+            if s1 != s2 || n1 != n2 {
+                return Err(CliError::Failed(format!(
+                    "{name}: 1 and 2 threads disagree ({s1}/{n1} vs {s2}/{n2})"
+                )));
+            }
+            println!(
+                "{:<12} {:>10} {:>12} {:>9.3} {:>9.3} {:>8.2}",
+                name,
+                s1,
+                n1,
+                t1,
+                t2,
+                t1 / t2
+            );
+        }
+    }
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| CliError::Failed(e.to_string()))?;
+    if wanted("stream") {
+        runtime.block_on(streaming(dir))?;
+    }
+    if wanted("latency") {
+        runtime.block_on(latency(dir))?;
+    }
+    Ok(())
+}
+
+fn dlx(text: String) -> Option<pb::Problem> {
+    Some(pb::Problem {
+        source: Some(pb::problem::Source::Dlx(text)),
+    })
+}
+
+async fn client(
+    addr: std::net::SocketAddr,
+) -> Result<SolverServiceClient<tonic::transport::Channel>, CliError> {
+    SolverServiceClient::connect(format!("http://{addr}"))
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))
+}
+
+fn local_server_config(threads: usize) -> ServeConfig {
+    ServeConfig {
+        listen: ([127, 0, 0, 1], 0).into(),
+        pool: PoolConfig {
+            threads,
+            max_jobs: 64,
+        },
+        ..ServeConfig::default()
+    }
+}
+
+async fn streaming(dir: &Path) -> Result<(), CliError> {
+    let name = "latin5";
+    let (problem, text) = load(dir, name)?;
+    let start = Instant::now();
+    let counted = Solver::new(&problem)
+        .run(&Task::root(), &RunConfig::default(), &mut CountOnly)
+        .map_err(|e| CliError::Failed(e.to_string()))?
+        .stats
+        .solutions;
+    let in_process = start.elapsed().as_secs_f64();
+    let server = start_server(2).await?;
+    let mut client = client(server.addr).await?;
+    let start = Instant::now();
+    let mut stream = client
+        .enumerate(pb::EnumerateRequest {
+            problem: dlx(text),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?
+        .into_inner();
+    let mut received = 0u64;
+    let mut messages = 0u64;
+    while let Some(message) = stream
+        .message()
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?
+    {
+        messages += 1;
+        if let Some(pb::enumerate_response::Event::Solutions(batch)) = message.event {
+            received += batch.solutions.len() as u64;
+        }
+    }
+    let streamed = start.elapsed().as_secs_f64();
+    let _ = server.shutdown().await;
+    if received != counted {
+        return Err(CliError::Failed(format!(
+            "{name}: streamed {received} solutions, counted {counted}"
+        )));
+    }
+    println!();
+    println!("streaming every solution over loopback (Enumerate, 2 workers)");
+    println!(
+        "{:<8} {:>10} {:>9} {:>12} {:>12} {:>7} {:>12}",
+        "instance", "solutions", "messages", "in-proc s", "streamed s", "ratio", "solutions/s"
+    );
+    println!(
+        "{:<8} {:>10} {:>9} {:>12.3} {:>12.3} {:>7.2} {:>12.0}",
+        name,
+        received,
+        messages,
+        in_process,
+        streamed,
+        streamed / in_process,
+        received as f64 / streamed
+    );
+    Ok(())
+}
+
+async fn start_server(threads: usize) -> Result<xccd::service::server::RunningServer, CliError> {
+    start(local_server_config(threads))
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))
+}
+
+async fn latency(dir: &Path) -> Result<(), CliError> {
+    let (_, big) = load(dir, "queens15")?;
+    let (_, sudoku) = load(dir, "sudoku_hard17")?;
+    let server = start_server(2).await?;
+    let mut background = client(server.addr).await?;
+    let mut enumeration = background
+        .enumerate(pb::EnumerateRequest {
+            problem: dlx(big),
+            count_only: true,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?
+        .into_inner();
+    // Let the enumeration fill the pool first.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let busy_before = server.pool.busy_workers();
+    let mut client = client(server.addr).await?;
+    let mut times = Vec::new();
+    for _ in 0..100 {
+        let start = Instant::now();
+        let reply = client
+            .solve(pb::SolveRequest {
+                problem: dlx(sudoku.clone()),
+                limit: 2,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| CliError::Failed(e.to_string()))?
+            .into_inner();
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        if reply.solutions.len() != 1 || !reply.exhausted {
+            return Err(CliError::Failed("sudoku: expected one solution".into()));
+        }
+    }
+    drop(enumeration.message().await);
+    drop(enumeration);
+    let _ = server.shutdown().await;
+    times.sort_by(f64::total_cmp);
+    let pct = |p: f64| times[((times.len() as f64 * p).ceil() as usize).clamp(1, times.len()) - 1];
+    println!();
+    println!("Solve latency during an enumeration (queens15 count) on 2 workers");
+    println!(
+        "{:<14} {:>6} {:>12} {:>8} {:>8} {:>8}",
+        "call", "calls", "busy before", "p50 ms", "p99 ms", "max ms"
+    );
+    println!(
+        "{:<14} {:>6} {:>12} {:>8.2} {:>8.2} {:>8.2}",
+        "sudoku_hard17",
+        times.len(),
+        busy_before,
+        pct(0.50),
+        pct(0.99),
+        times[times.len() - 1]
+    );
+    Ok(())
+}
