@@ -338,7 +338,15 @@ impl Solver {
         self.task_weight = task.weight;
         self.given_weight = 0.0;
         self.countdown = config.poll_interval.max(1);
-        if self.base + 2 >= self.best.len() {
+        if config.max_solutions == Some(0) {
+            return Ok(Outcome {
+                status: Status::SolutionLimit,
+                stats: Stats::default(),
+                remaining: Vec::new(),
+            });
+        }
+        // Levels run from 0 to at most options + primaries (the deepest node).
+        if self.base + 2 > self.best.len() {
             return Err(TaskError {
                 level: self.best.len() - 2,
                 position: 0,
@@ -639,6 +647,15 @@ impl Solver {
                     }
                     self.links.commit_others::<COLORS>(cur);
                     if self.links.next[ROOT as usize] == ROOT {
+                        if level + 1 < self.base {
+                            // The task's path goes on below a solution. (A
+                            // path that ends at the solution names it.)
+                            self.unwind_c::<COLORS>(level + 1);
+                            return Err(TaskError {
+                                level: level + 1,
+                                position: task.path.get(level + 1).copied().unwrap_or(task.from),
+                            });
+                        }
                         // A solution: DLX2 counts it as a node of its own.
                         self.stats.nodes += 1;
                         if let Some(exit) = self.record(level + 1, config, visitor) {
@@ -836,8 +853,21 @@ impl Solver {
                     step = Step::Advance;
                 }
                 Step::Advance => {
-                    if self.pos[level] >= self.hi[level] || !self.m_prepare::<COLORS>(level, false)
-                    {
+                    if self.pos[level] >= self.hi[level] {
+                        step = Step::Backup;
+                        continue;
+                    }
+                    if !self.m_prepare::<COLORS>(level, false) {
+                        if level < self.base {
+                            // The path names an alternative past the last.
+                            let err = TaskError {
+                                level,
+                                position: self.pos[level],
+                            };
+                            self.m_restore::<COLORS>(level);
+                            self.unwind_m::<COLORS>(level);
+                            return Err(err);
+                        }
                         step = Step::Backup;
                         continue;
                     }
