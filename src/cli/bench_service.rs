@@ -36,6 +36,7 @@ fn pool_count(problem: &Arc<Problem>, threads: usize) -> Result<(u64, f64, u64),
                 limit: None,
                 max_nodes: None,
                 delivery: Delivery::CountOnly,
+                condition: None,
             },
         )
         .map_err(|e| CliError::Failed(e.to_string()))?;

@@ -48,6 +48,7 @@ pub fn run_local(args: &SolveArgs, problem: Problem, threads: usize) -> Result<(
                         batch_size: 256,
                     }
                 },
+                condition: None,
             },
         )
         .map_err(|e| CliError::Failed(e.to_string()))?;

@@ -145,6 +145,7 @@ impl SolverService for SolverApi {
                 delivery: Delivery::Keep {
                     keep: limit as usize,
                 },
+                condition: None,
             },
         )?;
         let _guard = CancelOnDrop {
@@ -214,6 +215,7 @@ impl SolverService for SolverApi {
                 limit: nonzero(req.limit),
                 max_nodes: nonzero(req.max_nodes),
                 delivery,
+                condition: None,
             },
         )?;
         let (tx, rx) = mpsc::channel(2);
@@ -258,6 +260,7 @@ impl SolverService for SolverApi {
                 limit: nonzero(req.limit),
                 max_nodes: nonzero(req.max_nodes),
                 delivery: Delivery::Keep { keep },
+                condition: None,
             },
         )?;
         self.jobs.insert(job.clone());

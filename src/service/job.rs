@@ -23,8 +23,19 @@ pub enum EndReason {
     Shutdown,
 }
 
+/// A condition on solutions that exact cover cannot express (puzzles:
+/// connectivity, a single loop), checked by the workers.
+pub trait SideCondition: Send + Sync {
+    /// Whether a complete XCC solution (option indices, ascending) counts.
+    fn accept(&self, options: &[usize]) -> bool;
+    /// Whether a partial one may still extend to an accepted solution.
+    fn accept_partial(&self, options: &[usize]) -> bool;
+    /// Whether `accept_partial` is worth calling at every node.
+    fn prunes(&self) -> bool;
+}
+
 /// What a job is asked to do.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct JobSpec {
     /// Stop after this many solutions.
     pub limit: Option<u64>,
@@ -32,6 +43,19 @@ pub struct JobSpec {
     pub max_nodes: Option<u64>,
     /// Where solutions go.
     pub delivery: Delivery,
+    /// Solutions must also satisfy this.
+    pub condition: Option<Arc<dyn SideCondition>>,
+}
+
+impl std::fmt::Debug for JobSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobSpec")
+            .field("limit", &self.limit)
+            .field("max_nodes", &self.max_nodes)
+            .field("delivery", &self.delivery)
+            .field("condition", &self.condition.is_some())
+            .finish()
+    }
 }
 
 /// Where a job's solutions go.

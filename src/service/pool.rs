@@ -445,6 +445,7 @@ fn worker(shared: Arc<Shared>, index: usize) {
         let config = RunConfig {
             poll_interval: POLL_NODES,
             stop: Some(job.stop.clone()),
+            check_partial: job.spec.condition.as_ref().is_some_and(|c| c.prunes()),
             ..RunConfig::default()
         };
         let mut visitor = TaskVisitor {
@@ -458,6 +459,7 @@ fn worker(shared: Arc<Shared>, index: usize) {
             },
             started: Instant::now(),
             given: 0.0,
+            options: Vec::new(),
         };
         let result = solver.run(&task, &config, &mut visitor);
         let given = visitor.given;
@@ -512,6 +514,8 @@ struct TaskVisitor<'a> {
     started: Instant,
     /// Weight given away by this run.
     given: f64,
+    /// Scratch space for option indices.
+    options: Vec<usize>,
 }
 
 impl TaskVisitor<'_> {
@@ -600,6 +604,16 @@ impl Visitor for TaskVisitor<'_> {
             return Request::Checkpoint;
         }
         Request::Continue
+    }
+
+    fn partial(&mut self, chosen: &SolutionView<'_>) -> bool {
+        match &self.job.spec.condition {
+            Some(condition) => {
+                chosen.options_into(&mut self.options);
+                condition.accept_partial(&self.options)
+            }
+            None => true,
+        }
     }
 
     fn given_away(&mut self, task: Task) {
