@@ -7,6 +7,7 @@ mod bench;
 mod bench_service;
 mod pooled;
 mod progress;
+mod puzzle;
 mod serve;
 mod solve;
 
@@ -34,6 +35,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Run the benchmark instances single-threaded and print a table.
     Bench(bench::BenchArgs),
+    /// Puzzles as XCC problems: solve, encode, check, generate.
+    Puzzle(puzzle::PuzzleArgs),
 }
 
 /// An error that ends the command, with the exit code it deserves.
@@ -51,6 +54,11 @@ pub fn main() -> ExitCode {
         Command::Solve(args) => solve::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Bench(args) => bench::run(args),
+        // `check` exits 1 for an invalid puzzle without being an error.
+        Command::Puzzle(args) => match puzzle::run(args) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

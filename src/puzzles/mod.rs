@@ -11,6 +11,18 @@
 //! on complete solutions and, to prune the search, by
 //! [`Encoded::accept_partial`] on partial ones (see [`solve`]).
 
+pub mod futoshiki;
+pub mod hidato;
+pub mod hitori;
+pub mod kinds;
+pub mod latin;
+pub mod queens;
+pub mod slitherlink;
+pub mod sudoku;
+
+pub use futoshiki::FutoshikiEncoding;
+pub use kinds::{EncodeOptions, Kind};
+
 use crate::xcc::{Flow, Problem, RunConfig, SolutionView, Solver, Task, Visitor};
 
 /// A mistake in a puzzle's text, with its place (1-based).

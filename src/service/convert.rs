@@ -256,6 +256,13 @@ pub fn deadline<T>(request: &tonic::Request<T>) -> Option<Duration> {
     })
 }
 
+/// When a unary call must answer DEADLINE_EXCEEDED: a little before its
+/// deadline, counted from the call's arrival, because tonic's own timer on
+/// the same deadline would answer CANCELLED.
+pub fn unary_deadline(arrived: tokio::time::Instant, d: Duration) -> tokio::time::Instant {
+    arrived + d.saturating_sub(d / 50 + Duration::from_millis(5))
+}
+
 /// A progress interval from a request, with the default and a floor.
 pub fn interval(seconds: f64) -> Duration {
     if seconds.is_finite() && seconds > 0.0 {

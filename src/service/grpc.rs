@@ -127,6 +127,7 @@ impl SolverService for SolverApi {
         &self,
         request: Request<pb::SolveRequest>,
     ) -> Result<Response<pb::SolveResponse>, Status> {
+        let arrived = Instant::now();
         let deadline = convert::deadline(&request);
         let req = request.into_inner();
         let limit = req.limit.max(1);
@@ -155,7 +156,14 @@ impl SolverService for SolverApi {
         let span = tracing::info_span!("job", id = job.id, rpc = "Solve");
         let summary = async {
             match deadline {
-                Some(d) => match tokio::time::timeout(d, job.wait()).await {
+                // tonic's own timeout on the same deadline answers
+                // CANCELLED; answer DEADLINE_EXCEEDED just before it fires.
+                Some(d) => match tokio::time::timeout_at(
+                    convert::unary_deadline(arrived, d),
+                    job.wait(),
+                )
+                .await
+                {
                     Ok(summary) => Ok(summary),
                     Err(_) => {
                         self.pool.cancel(&job, EndReason::Deadline);
@@ -387,8 +395,9 @@ impl Pump {
             if !send_until(&tx, Ok(wrap(message)), deadline).await {
                 if Instant::now() >= deadline {
                     self.pool.cancel(&self.job, EndReason::Deadline);
-                    let _ =
-                        tx.try_send(Err(Status::deadline_exceeded("the call's deadline passed")));
+                    let _ = tx
+                        .send(Err(Status::deadline_exceeded("the call's deadline passed")))
+                        .await;
                 }
                 return;
             }
@@ -402,6 +411,15 @@ async fn send_until<T>(tx: &mpsc::Sender<T>, message: T, deadline: Instant) -> b
         tokio::time::timeout_at(deadline, tx.send(message)).await,
         Ok(Ok(()))
     )
+}
+
+/// Ends a stream whose send failed: with DEADLINE_EXCEEDED if that is why.
+async fn deadline_passed<T>(tx: &mpsc::Sender<Result<T, Status>>, deadline: Instant) {
+    if Instant::now() >= deadline {
+        let _ = tx
+            .send(Err(Status::deadline_exceeded("the call's deadline passed")))
+            .await;
+    }
 }
 
 /// Feeds one WatchJob call. Watching never stops the job.
@@ -431,7 +449,7 @@ async fn watch(
                         .collect(),
                 };
                 if !send_until(&tx, wrap(E::Solutions(batch)), deadline).await {
-                    return;
+                    return deadline_passed(&tx, deadline).await;
                 }
             }
         }
@@ -439,7 +457,7 @@ async fn watch(
         if summary.is_some() || Instant::now() >= next_progress {
             let progress = convert::progress(&pool.progress(&job));
             if !send_until(&tx, wrap(E::Progress(progress)), deadline).await {
-                return;
+                return deadline_passed(&tx, deadline).await;
             }
             next_progress = Instant::now() + interval;
         }
@@ -451,7 +469,9 @@ async fn watch(
             return;
         }
         if Instant::now() >= deadline {
-            let _ = tx.try_send(Err(Status::deadline_exceeded("the call's deadline passed")));
+            let _ = tx
+                .send(Err(Status::deadline_exceeded("the call's deadline passed")))
+                .await;
             return;
         }
         tokio::select! {

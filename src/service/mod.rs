@@ -4,7 +4,7 @@
 //! One idea per file: [`job`] (what a job shares with its consumers),
 //! [`pool`] (workers and scheduling), [`jobs`] (jobs that outlive a
 //! connection), [`convert`] (messages to and from the engine's types),
-//! [`grpc`] (the RPCs), [`server`] (listening, health, reflection, metrics,
+//! [`grpc`] (the RPCs), [`puzzles_grpc`] (the puzzle RPCs), [`server`] (listening, health, reflection, metrics,
 //! shutdown).
 
 pub mod convert;
@@ -13,6 +13,7 @@ pub mod job;
 pub mod jobs;
 pub mod pool;
 pub mod proto;
+pub mod puzzles_grpc;
 pub mod server;
 
 pub use job::{Delivery, EndReason, Job, JobSpec, Progress, Summary};

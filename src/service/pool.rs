@@ -342,6 +342,9 @@ impl Shared {
         let mut state = self.state.lock().unwrap();
         loop {
             if state.shutdown && state.jobs.is_empty() {
+                // An exited worker counts as idle.
+                state.idle += 1;
+                self.refresh(&state);
                 return None;
             }
             if let Some(pick) = Self::pick(&mut state) {
@@ -524,32 +527,33 @@ impl TaskVisitor<'_> {
         let Some(output) = &self.job.output else {
             return true;
         };
-        if self.pending.is_empty() {
-            return true;
-        }
-        let batch = std::mem::take(&mut self.pending);
-        let n = batch.len() as u64;
-        match output.try_push(Event::Solutions(batch)) {
-            Ok(()) => {
-                metrics::counter!("xccd_solutions_streamed_total").increment(n);
-                true
+        while !self.pending.is_empty() {
+            let rest = self.pending.split_off(self.pending.len().min(self.batch_size));
+            let batch = std::mem::replace(&mut self.pending, rest);
+            let n = batch.len() as u64;
+            match output.try_push(Event::Solutions(batch)) {
+                Ok(()) => {
+                    metrics::counter!("xccd_solutions_streamed_total").increment(n);
+                }
+                Err(Event::Solutions(mut batch)) => {
+                    batch.append(&mut self.pending);
+                    self.pending = batch;
+                    return false;
+                }
+                Err(Event::Done(_)) => unreachable!("only solutions are pushed here"),
             }
-            Err(Event::Solutions(batch)) => {
-                self.pending = batch;
-                false
-            }
-            Err(Event::Done(_)) => unreachable!("only solutions are pushed here"),
         }
+        true
     }
 
     /// Delivers what is left when the run ends, room or not (one batch per
     /// worker at most over the buffer's capacity).
     fn deliver_pending(&mut self) {
         if let Some(output) = &self.job.output {
-            if !self.pending.is_empty() {
-                let batch = std::mem::take(&mut self.pending);
+            let pending = std::mem::take(&mut self.pending);
+            for batch in pending.chunks(self.batch_size.max(1)) {
                 metrics::counter!("xccd_solutions_streamed_total").increment(batch.len() as u64);
-                output.force_push(Event::Solutions(batch));
+                output.force_push(Event::Solutions(batch.to_vec()));
             }
         }
     }

@@ -18,8 +18,10 @@ use tokio_stream::wrappers::TcpListenerStream;
 use super::grpc::{ApiConfig, SolverApi};
 use super::jobs::JobRegistry;
 use super::pool::{Pool, PoolConfig};
+use super::proto::puzzle_service_server::PuzzleServiceServer;
 use super::proto::solver_service_server::SolverServiceServer;
 use super::proto::FILE_DESCRIPTOR_SET;
+use super::puzzles_grpc::PuzzleApi;
 
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -83,7 +85,10 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     let max_message = config.api.limits.max_text_bytes + (1 << 20);
     let api = SolverServiceServer::new(SolverApi::new(pool.clone(), jobs, config.api.clone()))
         .max_decoding_message_size(max_message);
+    let puzzles = PuzzleServiceServer::new(PuzzleApi::new(pool.clone()))
+        .max_decoding_message_size(max_message);
     let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<PuzzleServiceServer<PuzzleApi>>().await;
     health.set_serving::<SolverServiceServer<SolverApi>>().await;
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
@@ -104,6 +109,9 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         health
             .set_not_serving::<SolverServiceServer<SolverApi>>()
             .await;
+        health
+            .set_not_serving::<PuzzleServiceServer<PuzzleApi>>()
+            .await;
         let pool = draining_pool.clone();
         let _ = tokio::task::spawn_blocking(move || pool.stop_all_jobs()).await;
     };
@@ -113,6 +121,7 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha)
             .add_service(api)
+            .add_service(puzzles)
             .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown),
     );
     tracing::info!(%addr, workers = pool.workers(), "serving gRPC");

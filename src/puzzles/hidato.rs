@@ -1,0 +1,451 @@
+//! Hidato (TAOCP 7.2.2.1, exercise 404): Hamiltonian king paths.
+//!
+//! A hidato board is a grid of cells, some of them holes that are not part
+//! of the board. With `N` board cells, a solution writes `1..=N` in them,
+//! each once, so that the cells of `k` and `k + 1` are king neighbours
+//! (horizontally, vertically or diagonally adjacent) for `1 <= k < N`, and
+//! the given numbers stay where they are.
+//!
+//! # Text format
+//!
+//! Rows of whitespace-separated tokens (blank lines are ignored): an
+//! integer in `1..=N` (a given), `.` (a blank board cell) or `#` (a hole).
+//! The solution is printed in the same layout with every board cell
+//! filled, holes as `#`, all entries right-aligned to one width, every line
+//! ending in `\n`.
+//!
+//! # The XCC encoding (Algorithm C)
+//!
+//! Items:
+//! - primary `n{k}` for `1 <= k <= N`: number `k` is placed once;
+//! - primary `x{r}_{c}` for every board cell: the cell gets one number;
+//! - secondary `p{k}` for `2 <= k <= N`, whose colour is "the cell of `k`"
+//!   (a cell index).
+//!
+//! Options: for `k < N`, every candidate cell `x` of `k` and every king
+//! neighbour `y` of `x` that is a candidate cell of `k + 1`, the option
+//! "`k` at `x`, followed by `y`":
+//!
+//! `n{k} x p{k}:x p{k+1}:y` (without `p{1}:x` when `k = 1`);
+//!
+//! and for `k = N`, every candidate cell `x` of `N`: `n{N} x p{N}:x`.
+//!
+//! Why it is right. In an XCC solution each `n{k}` is covered exactly once,
+//! so every `k` has one chosen option, placing it in one cell `pos(k)`; each
+//! cell item is covered once, so `pos` is a bijection between numbers and
+//! board cells. For `k < N`, `p{k+1}` is coloured `y` by the option of `k`
+//! and `pos(k+1)` by the option of `k + 1`; colours must agree, so
+//! `pos(k+1) = y`, a king neighbour of `pos(k)`. Conversely, the options
+//! `(k, pos(k), pos(k+1))` of a hidato solution cover every primary item
+//! once and colour each `p{k}` with `pos(k)` only, provided each `pos(k)` is
+//! a candidate; and the options are determined by the solution. So XCC
+//! solutions and hidato solutions correspond one to one.
+//!
+//! Candidates. A cell `x` is a candidate for `k` when it is not a given of
+//! another number and, for every given `g` in cell `z`, the king distance
+//! from `z` to `x` *through board cells* is at most `|k - g|`. That is
+//! necessary in every solution (the path from `g` to `k` takes `|k - g|`
+//! king steps over board cells), so no solution is lost; it places every
+//! given (distance 0 for `g = k`), and it removes most options of a puzzle
+//! with a fair number of givens, which is what makes the search fast.
+//!
+//! Choosing "`k` at `x`" fixes `p{k+1}`'s colour, which purifies away every
+//! option of `k + 1` not at `y` (and `k`'s predecessor likewise through
+//! `p{k}`), so the search grows the path from the givens with at most 8
+//! choices per step.
+
+use super::hitori::grid_tokens;
+use super::{Encoded, PuzzleError};
+use crate::xcc::{Problem, ProblemBuilder};
+
+/// A cell of a hidato grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cell {
+    Hole,
+    Blank,
+    Given(u32),
+}
+
+/// A hidato puzzle: `cells[r * cols + c]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hidato {
+    pub rows: usize,
+    pub cols: usize,
+    pub cells: Vec<Cell>,
+}
+
+impl Hidato {
+    /// Number of board cells (`N`).
+    pub fn size(&self) -> usize {
+        self.cells.iter().filter(|c| **c != Cell::Hole).count()
+    }
+
+    /// The king neighbours of grid cell `i` that are board cells.
+    pub fn neighbours(&self, i: usize) -> Vec<usize> {
+        let (r, c) = ((i / self.cols) as isize, (i % self.cols) as isize);
+        let mut out = Vec::with_capacity(8);
+        for dr in -1..=1 {
+            for dc in -1..=1 {
+                let (rr, cc) = (r + dr, c + dc);
+                if (dr, dc) == (0, 0)
+                    || rr < 0
+                    || cc < 0
+                    || rr >= self.rows as isize
+                    || cc >= self.cols as isize
+                {
+                    continue;
+                }
+                let j = rr as usize * self.cols + cc as usize;
+                if self.cells[j] != Cell::Hole {
+                    out.push(j);
+                }
+            }
+        }
+        out
+    }
+
+    /// A grid of numbers (0 for holes) in the text layout.
+    pub fn format(&self, values: &[u32]) -> String {
+        let width = self.size().max(1).to_string().len();
+        let mut out = String::new();
+        for r in 0..self.rows {
+            for c in 0..self.cols {
+                if c > 0 {
+                    out.push(' ');
+                }
+                let i = r * self.cols + c;
+                let cell = match self.cells[i] {
+                    Cell::Hole => "#".to_string(),
+                    _ if values[i] == 0 => ".".to_string(),
+                    _ => values[i].to_string(),
+                };
+                out.push_str(&format!("{cell:>width$}"));
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The puzzle as text.
+    pub fn to_text(&self) -> String {
+        let values: Vec<u32> = self
+            .cells
+            .iter()
+            .map(|c| match c {
+                Cell::Given(v) => *v,
+                _ => 0,
+            })
+            .collect();
+        self.format(&values)
+    }
+}
+
+/// Reads a hidato puzzle.
+pub fn parse(text: &str) -> Result<Hidato, PuzzleError> {
+    let grid = grid_tokens(text)?;
+    let (rows, cols) = (grid.len(), grid[0].len());
+    let mut cells = Vec::with_capacity(rows * cols);
+    for token in grid.iter().flatten() {
+        cells.push(match token.text {
+            "#" => Cell::Hole,
+            "." => Cell::Blank,
+            t if t.bytes().all(|b| b.is_ascii_digit()) => {
+                Cell::Given(t.parse::<u32>().unwrap_or(u32::MAX))
+            }
+            t => {
+                return Err(PuzzleError::new(
+                    token.line,
+                    token.column,
+                    format!("unknown symbol {t:?}: expected a number, '.' or '#'"),
+                ))
+            }
+        });
+    }
+    let n = cells.iter().filter(|c| **c != Cell::Hole).count();
+    if n == 0 {
+        return Err(PuzzleError::new(
+            grid[0][0].line,
+            grid[0][0].column,
+            "the board has no cells (all holes)",
+        ));
+    }
+    let mut seen = vec![false; n + 1];
+    for (token, cell) in grid.iter().flatten().zip(&cells) {
+        if let Cell::Given(v) = *cell {
+            if v == 0 || v as usize > n {
+                return Err(PuzzleError::new(
+                    token.line,
+                    token.column,
+                    format!("number {} out of range 1..={n}", token.text),
+                ));
+            }
+            if seen[v as usize] {
+                return Err(PuzzleError::new(
+                    token.line,
+                    token.column,
+                    format!("number {v} is given twice"),
+                ));
+            }
+            seen[v as usize] = true;
+        }
+    }
+    Ok(Hidato { rows, cols, cells })
+}
+
+/// Checks a filled grid (0 at holes) against the rules, independently of
+/// any encoding. Returns the first violation.
+pub fn check(puzzle: &Hidato, values: &[u32]) -> Result<(), String> {
+    let n = puzzle.size();
+    if values.len() != puzzle.cells.len() {
+        return Err("wrong number of cells".into());
+    }
+    let mut place = vec![usize::MAX; n + 1];
+    for (i, (&v, cell)) in values.iter().zip(&puzzle.cells).enumerate() {
+        match *cell {
+            Cell::Hole if v != 0 => return Err(format!("hole {i} holds {v}")),
+            Cell::Hole => continue,
+            Cell::Given(g) if g != v => return Err(format!("given {g} at {i} became {v}")),
+            _ => {}
+        }
+        if v == 0 || v as usize > n {
+            return Err(format!("cell {i} holds {v}, not in 1..={n}"));
+        }
+        if place[v as usize] != usize::MAX {
+            return Err(format!("{v} is written twice"));
+        }
+        place[v as usize] = i;
+    }
+    for k in 1..n {
+        let (a, b) = (place[k], place[k + 1]);
+        let (ra, ca) = (a / puzzle.cols, a % puzzle.cols);
+        let (rb, cb) = (b / puzzle.cols, b % puzzle.cols);
+        if ra.abs_diff(rb) > 1 || ca.abs_diff(cb) > 1 {
+            return Err(format!("{k} and {} are not king neighbours", k + 1));
+        }
+    }
+    Ok(())
+}
+
+/// A hidato puzzle encoded as XCC (see the module documentation).
+pub struct HidatoEncoding {
+    pub puzzle: Hidato,
+    problem: Problem,
+    /// For each option: its number and grid cell.
+    option_place: Vec<(u32, usize)>,
+}
+
+impl HidatoEncoding {
+    pub fn new(puzzle: Hidato) -> HidatoEncoding {
+        let n = puzzle.size();
+        let cells = puzzle.cells.len();
+        let neighbours: Vec<Vec<usize>> = (0..cells).map(|i| puzzle.neighbours(i)).collect();
+        // King distances through board cells from every given.
+        let givens: Vec<(u32, Vec<usize>)> = (0..cells)
+            .filter_map(|z| match puzzle.cells[z] {
+                Cell::Given(g) => {
+                    let mut dist = vec![usize::MAX; cells];
+                    dist[z] = 0;
+                    let mut queue = std::collections::VecDeque::from([z]);
+                    while let Some(i) = queue.pop_front() {
+                        for &j in &neighbours[i] {
+                            if dist[j] == usize::MAX {
+                                dist[j] = dist[i] + 1;
+                                queue.push_back(j);
+                            }
+                        }
+                    }
+                    Some((g, dist))
+                }
+                _ => None,
+            })
+            .collect();
+        // candidate[k][x]
+        let candidate: Vec<Vec<bool>> = (0..=n as u32)
+            .map(|k| {
+                (0..cells)
+                    .map(|x| {
+                        k >= 1
+                            && match puzzle.cells[x] {
+                                Cell::Hole => false,
+                                Cell::Given(g) => g == k,
+                                Cell::Blank => true,
+                            }
+                            && givens
+                                .iter()
+                                .all(|(g, dist)| dist[x] <= k.abs_diff(*g) as usize)
+                    })
+                    .collect()
+            })
+            .collect();
+        let cell_name = |i: usize| format!("x{}_{}", i / puzzle.cols, i % puzzle.cols);
+        let built = "hidato items are declared once, with valid names";
+        let mut b = ProblemBuilder::new();
+        let cells_first = std::env::var("HD_CF").is_ok();
+        if !cells_first {
+        for k in 1..=n {
+            b.primary(&format!("n{k}")).expect(built);
+        }
+        }
+        for x in 0..cells {
+            if puzzle.cells[x] != Cell::Hole {
+                b.primary(&cell_name(x)).expect(built);
+            }
+        }
+        if cells_first {
+        for k in 1..=n {
+            b.primary(&format!("n{k}")).expect(built);
+        }
+        }
+        for k in 2..=n {
+            b.secondary(&format!("p{k}")).expect(built);
+        }
+        let mut option_place = Vec::new();
+        for k in 1..=n {
+            for x in (0..cells).filter(|&x| candidate[k][x]) {
+                let head = [format!("n{k}"), cell_name(x)];
+                let own = (k >= 2).then(|| format!("p{k}:{x}"));
+                if k == n {
+                    let mut tokens: Vec<&str> = head.iter().map(String::as_str).collect();
+                    tokens.extend(own.as_deref());
+                    b.option_str(&tokens).expect(built);
+                    option_place.push((k as u32, x));
+                    continue;
+                }
+                for &y in neighbours[x].iter().filter(|&&y| candidate[k + 1][y]) {
+                    let next = format!("p{}:{y}", k + 1);
+                    let mut tokens: Vec<&str> = head.iter().map(String::as_str).collect();
+                    tokens.extend(own.as_deref());
+                    tokens.push(&next);
+                    b.option_str(&tokens).expect(built);
+                    option_place.push((k as u32, x));
+                }
+            }
+        }
+        HidatoEncoding {
+            puzzle,
+            problem: b.build().expect(built),
+            option_place,
+        }
+    }
+
+    /// The numbers placed by a solution, per grid cell (0 where none).
+    pub fn values(&self, options: &[usize]) -> Vec<u32> {
+        let mut values = vec![0; self.puzzle.cells.len()];
+        for &o in options {
+            let (k, x) = self.option_place[o];
+            values[x] = k;
+        }
+        values
+    }
+}
+
+impl Encoded for HidatoEncoding {
+    fn problem(&self) -> &Problem {
+        &self.problem
+    }
+    fn decode(&self, options: &[usize]) -> String {
+        self.puzzle.format(&self.values(options))
+    }
+}
+
+/// Encodes a hidato puzzle's text.
+pub fn encode_text(text: &str) -> Result<Box<dyn Encoded>, PuzzleError> {
+    Ok(Box::new(HidatoEncoding::new(parse(text)?)))
+}
+
+/// Largest number of rows or columns [`generate`] accepts.
+pub const MAX_GENERATE: usize = 20;
+
+/// A random Hamiltonian king path of a `rows x cols` board (no holes), as
+/// the number of each cell: a depth-first search that tries the neighbours
+/// with the fewest free neighbours first (Warnsdorff's rule, ties broken at
+/// random), restarted from a new random cell when it takes too long.
+fn random_king_path(rows: usize, cols: usize, rng: &mut super::hitori::Rng) -> Vec<u32> {
+    let board = Hidato {
+        rows,
+        cols,
+        cells: vec![Cell::Blank; rows * cols],
+    };
+    let n = rows * cols;
+    let neighbours: Vec<Vec<usize>> = (0..n).map(|i| board.neighbours(i)).collect();
+    loop {
+        let mut values = vec![0u32; n];
+        let mut path = vec![rng.below(n)];
+        values[path[0]] = 1;
+        // Per depth: the ordered moves not yet tried.
+        let mut moves: Vec<Vec<usize>> = Vec::new();
+        let mut budget = 20 * n;
+        let order = |values: &[u32], at: usize, rng: &mut super::hitori::Rng| {
+            let mut next: Vec<(usize, u64, usize)> = neighbours[at]
+                .iter()
+                .filter(|&&j| values[j] == 0)
+                .map(|&j| {
+                    let free = neighbours[j].iter().filter(|&&k| values[k] == 0).count();
+                    (free, rng.next_u64(), j)
+                })
+                .collect();
+            next.sort_unstable();
+            next.into_iter().rev().map(|t| t.2).collect::<Vec<usize>>()
+        };
+        moves.push(order(&values, path[0], rng));
+        while path.len() < n && budget > 0 {
+            budget -= 1;
+            match moves.last_mut().and_then(Vec::pop) {
+                Some(j) => {
+                    path.push(j);
+                    values[j] = path.len() as u32;
+                    moves.push(order(&values, j, rng));
+                }
+                None => {
+                    moves.pop();
+                    let Some(j) = path.pop() else { break };
+                    values[j] = 0;
+                    if path.is_empty() {
+                        break;
+                    }
+                }
+            }
+        }
+        if path.len() == n {
+            return values;
+        }
+    }
+}
+
+/// Generates a `rows x cols` hidato puzzle (no holes) with exactly one
+/// solution, deterministically from `seed`: a random Hamiltonian king path
+/// with every number given, then givens removed in random order, each
+/// removal kept only if the solver still proves the solution unique, until
+/// `keep` givens remain (or no more can go).
+pub fn generate(rows: usize, cols: usize, keep: usize, seed: u64) -> Result<String, PuzzleError> {
+    if rows == 0 || cols == 0 || rows > MAX_GENERATE || cols > MAX_GENERATE {
+        return Err(PuzzleError::new(
+            0,
+            0,
+            format!("hidato rows and columns must be in 1..={MAX_GENERATE}"),
+        ));
+    }
+    let mut rng = super::hitori::Rng::new(seed);
+    let values = random_king_path(rows, cols, &mut rng);
+    let mut puzzle = Hidato {
+        rows,
+        cols,
+        cells: values.iter().map(|&v| Cell::Given(v)).collect(),
+    };
+    let mut order: Vec<usize> = (0..rows * cols).collect();
+    rng.shuffle(&mut order);
+    let mut givens = rows * cols;
+    for cell in order {
+        if givens <= keep {
+            break;
+        }
+        let given = std::mem::replace(&mut puzzle.cells[cell], Cell::Blank);
+        let found = super::solve(&HidatoEncoding::new(puzzle.clone()), Some(2), 0);
+        if found.count == 1 && found.complete {
+            givens -= 1;
+        } else {
+            puzzle.cells[cell] = given;
+        }
+    }
+    Ok(puzzle.to_text())
+}

@@ -1,0 +1,1041 @@
+//! Hitori, hidato and slitherlink: every encoding against a brute-force
+//! solver written here (no XCC), on many random small puzzles; decoded
+//! solutions against independent checkers; pruning against no pruning;
+//! generators; bad inputs. `cargo test --profile ci --test puzzles_b --
+//! --ignored --nocapture bench` prints the benchmark figures.
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+use xccd::puzzles::{self, hidato, hitori, slitherlink, Encoded, PuzzleError};
+use xccd::xcc::{Flow, RunConfig, SolutionView, Solver, Task, Visitor};
+
+/// splitmix64, the tests' own.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// All accepted solutions of an encoding, decoded, with or without the
+/// pruning hook (running the engine directly).
+fn engine_solutions(encoded: &dyn Encoded, check_partial: bool) -> (BTreeSet<String>, u64) {
+    struct V<'a> {
+        encoded: &'a dyn Encoded,
+        out: Vec<String>,
+        options: Vec<usize>,
+    }
+    impl Visitor for V<'_> {
+        fn solution(&mut self, s: &SolutionView<'_>) -> Flow {
+            s.options_into(&mut self.options);
+            assert!(self.encoded.problem().verify(&self.options).is_ok());
+            if !self.encoded.accept(&self.options) {
+                return Flow::Reject;
+            }
+            self.out.push(self.encoded.decode(&self.options));
+            Flow::Continue
+        }
+        fn partial(&mut self, s: &SolutionView<'_>) -> bool {
+            s.options_into(&mut self.options);
+            self.encoded.accept_partial(&self.options)
+        }
+    }
+    let mut v = V {
+        encoded,
+        out: Vec::new(),
+        options: Vec::new(),
+    };
+    let config = RunConfig {
+        check_partial,
+        ..RunConfig::default()
+    };
+    let outcome = Solver::new(encoded.problem())
+        .run(&Task::root(), &config, &mut v)
+        .unwrap();
+    let n = v.out.len();
+    let set: BTreeSet<String> = v.out.into_iter().collect();
+    assert_eq!(set.len(), n, "a solution was found twice");
+    (set, outcome.stats.nodes)
+}
+
+/// The solutions through `puzzles::solve`, with both pruning settings
+/// compared; returns the set.
+fn all_solutions(encoded: &dyn Encoded) -> BTreeSet<String> {
+    let found = puzzles::solve(encoded, None, usize::MAX);
+    assert!(found.complete);
+    assert_eq!(found.count as usize, found.grids.len());
+    let set: BTreeSet<String> = found.grids.iter().cloned().collect();
+    assert_eq!(set.len(), found.grids.len());
+    if encoded.prunes() {
+        let (plain, _) = engine_solutions(encoded, false);
+        let (pruned, _) = engine_solutions(encoded, true);
+        assert_eq!(plain, set, "solutions without pruning differ");
+        assert_eq!(pruned, set, "solutions with pruning differ");
+    }
+    set
+}
+
+fn assert_error(result: Result<Box<dyn Encoded>, PuzzleError>, line: usize, column: usize) {
+    match result {
+        Ok(_) => panic!("accepted a bad input"),
+        Err(e) => assert_eq!(
+            (e.line, e.column),
+            (line, column),
+            "wrong place for error {e}"
+        ),
+    }
+}
+
+// ---------------------------------------------------------------- hitori
+
+/// Brute force: cells in row-major order, white or black, checking seeds,
+/// adjacency and repeats as it goes; connectivity at the end.
+fn hitori_brute(rows: usize, cols: usize, numbers: &[u32], weak: bool) -> BTreeSet<Vec<bool>> {
+    let n = rows * cols;
+    let seed: Vec<bool> = (0..n)
+        .map(|i| {
+            (0..n).all(|j| {
+                j == i || numbers[j] != numbers[i] || (j / cols != i / cols && j % cols != i % cols)
+            })
+        })
+        .collect();
+    fn connected(rows: usize, cols: usize, black: &[bool]) -> bool {
+        let n = rows * cols;
+        let Some(s) = (0..n).find(|&i| !black[i]) else {
+            return true;
+        };
+        let mut seen = vec![false; n];
+        seen[s] = true;
+        let mut stack = vec![s];
+        while let Some(i) = stack.pop() {
+            let mut next = Vec::new();
+            if i >= cols {
+                next.push(i - cols);
+            }
+            if i + cols < n {
+                next.push(i + cols);
+            }
+            if i % cols > 0 {
+                next.push(i - 1);
+            }
+            if i % cols + 1 < cols {
+                next.push(i + 1);
+            }
+            for j in next {
+                if !black[j] && !seen[j] {
+                    seen[j] = true;
+                    stack.push(j);
+                }
+            }
+        }
+        (0..n).all(|i| black[i] || seen[i])
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn go(
+        i: usize,
+        rows: usize,
+        cols: usize,
+        numbers: &[u32],
+        seed: &[bool],
+        weak: bool,
+        black: &mut Vec<bool>,
+        out: &mut BTreeSet<Vec<bool>>,
+    ) {
+        let n = rows * cols;
+        if i == n {
+            if weak || connected(rows, cols, black) {
+                out.insert(black.clone());
+            }
+            return;
+        }
+        let (r, c) = (i / cols, i % cols);
+        // White: no earlier white equal in row or column.
+        let repeat = (0..c).any(|k| !black[r * cols + k] && numbers[r * cols + k] == numbers[i])
+            || (0..r).any(|k| !black[k * cols + c] && numbers[k * cols + c] == numbers[i]);
+        if !repeat {
+            black[i] = false;
+            go(i + 1, rows, cols, numbers, seed, weak, black, out);
+        }
+        let touches = (c > 0 && black[i - 1]) || (r > 0 && black[i - cols]);
+        if !seed[i] && !touches {
+            black[i] = true;
+            go(i + 1, rows, cols, numbers, seed, weak, black, out);
+            black[i] = false;
+        }
+    }
+    let mut out = BTreeSet::new();
+    go(
+        0,
+        rows,
+        cols,
+        numbers,
+        &seed,
+        weak,
+        &mut vec![false; n],
+        &mut out,
+    );
+    out
+}
+
+fn hitori_text(rows: usize, cols: usize, numbers: &[u32]) -> String {
+    let mut s = String::new();
+    for r in 0..rows {
+        let row: Vec<String> = (0..cols)
+            .map(|c| numbers[r * cols + c].to_string())
+            .collect();
+        s.push_str(&row.join(" "));
+        s.push('\n');
+    }
+    s
+}
+
+/// The black cells of a decoded hitori grid, checking the white numbers.
+fn hitori_mask(grid: &str, rows: usize, cols: usize, numbers: &[u32]) -> Vec<bool> {
+    let tokens: Vec<&str> = grid.split_whitespace().collect();
+    assert_eq!(tokens.len(), rows * cols);
+    assert_eq!(grid.lines().count(), rows);
+    let lens: BTreeSet<usize> = grid.lines().map(str::len).collect();
+    assert_eq!(lens.len(), 1, "columns are aligned");
+    tokens
+        .iter()
+        .zip(numbers)
+        .map(|(t, &v)| {
+            if *t == "#" {
+                true
+            } else {
+                assert_eq!(t.parse::<u32>().unwrap(), v);
+                false
+            }
+        })
+        .collect()
+}
+
+fn random_hitori(rng: &mut Rng) -> (usize, usize, Vec<u32>) {
+    let rows = 1 + rng.below(5);
+    let cols = 1 + rng.below(5);
+    let max = rows.max(cols);
+    let numbers: Vec<u32> = if rng.chance(50) {
+        (0..rows * cols)
+            .map(|_| 1 + rng.below(max) as u32)
+            .collect()
+    } else {
+        // A latin-like grid with some numbers copied from the same line.
+        let shift = rng.below(max);
+        let mut v: Vec<u32> = (0..rows * cols)
+            .map(|i| ((i / cols + i % cols + shift) % max) as u32 + 1)
+            .collect();
+        for i in 0..rows * cols {
+            if rng.chance(30) {
+                let (r, c) = (i / cols, i % cols);
+                v[i] = if rng.chance(50) {
+                    v[r * cols + rng.below(cols)]
+                } else {
+                    v[rng.below(rows) * cols + c]
+                };
+            }
+        }
+        v
+    };
+    (rows, cols, numbers)
+}
+
+#[test]
+fn hitori_matches_brute_force() {
+    let mut rng = Rng(437);
+    let mut puzzles = 0;
+    let mut solutions = [0usize; 2];
+    for _ in 0..400 {
+        let (rows, cols, numbers) = random_hitori(&mut rng);
+        let text = hitori_text(rows, cols, &numbers);
+        let puzzle = hitori::parse(&text).unwrap();
+        assert_eq!(puzzle.numbers, numbers);
+        for (w, weak) in [true, false].into_iter().enumerate() {
+            let expected = hitori_brute(rows, cols, &numbers, weak);
+            let encoded = hitori::encode_text(&text, weak).unwrap();
+            let got: BTreeSet<Vec<bool>> = all_solutions(&*encoded)
+                .iter()
+                .map(|g| {
+                    let mask = hitori_mask(g, rows, cols, &numbers);
+                    hitori::check(&puzzle, &mask, weak).unwrap();
+                    mask
+                })
+                .collect();
+            assert_eq!(got, expected, "weak={weak}\n{text}");
+            solutions[w] += got.len();
+        }
+        puzzles += 1;
+    }
+    assert_eq!(puzzles, 400);
+    // The random puzzles are not all trivial.
+    assert!(solutions[0] > 600 && solutions[1] > 300, "{solutions:?}");
+}
+
+#[test]
+fn hitori_checker_rejects_each_rule() {
+    let p = hitori::parse("1 1 2\n2 1 1\n1 2 2\n").unwrap();
+    // All white: 1 repeats in row 0.
+    assert!(hitori::check(&p, &[false; 9], true).is_err());
+    // The diagonal: a weak solution whose white cells fall in two parts.
+    let diagonal = [true, false, false, false, true, false, false, false, true];
+    hitori::check(&p, &diagonal, true).unwrap();
+    assert!(hitori::check(&p, &diagonal, false).is_err());
+    assert_eq!(hitori_brute(3, 3, &p.numbers, false).len(), 0);
+    let adjacent = [true, true, false, false, false, true, false, true, false];
+    assert!(hitori::check(&p, &adjacent, true).is_err());
+    let q = hitori::parse("1 2 3\n2 3 3\n3 1 2\n").unwrap();
+    let good = [false, false, false, false, false, true, false, false, false];
+    hitori::check(&q, &good, false).unwrap();
+    // (0,1) is a seed.
+    let seed_black = [false, true, false, false, false, true, false, false, false];
+    assert!(hitori::check(&q, &seed_black, true).is_err());
+}
+
+#[test]
+fn hitori_bad_inputs() {
+    assert_error(hitori::encode_text("", false), 1, 1);
+    assert_error(hitori::encode_text("  \n\n", true), 1, 1);
+    assert_error(hitori::encode_text("1 2\n2 1 1\n", false), 2, 5);
+    assert_error(hitori::encode_text("1 2 3\n2 1\n3 1 2\n", false), 2, 4);
+    assert_error(hitori::encode_text("1 2\n2 x\n", false), 2, 3);
+    assert_error(hitori::encode_text("1 -2\n2 1\n", false), 1, 3);
+    assert_error(hitori::encode_text("1 2\n2 3\n", false), 2, 3);
+    assert_error(hitori::encode_text("0 2\n2 1\n", false), 1, 1);
+    assert_error(
+        hitori::encode_text("1 2\n2 99999999999999999999999\n", false),
+        2,
+        3,
+    );
+    let e = hitori::encode_text("1 2\n2 3\n", false).err().unwrap();
+    assert_eq!(
+        e.to_string(),
+        "line 2, column 3: number 3 out of range 1..=2"
+    );
+    // Blank lines and extra spaces are fine.
+    assert!(hitori::encode_text("\n 1   2 \n\n2 1\n\n", false).is_ok());
+}
+
+#[test]
+fn hitori_generate_is_unique_and_deterministic() {
+    for size in 1..=6 {
+        for seed in 0..4 {
+            let text = hitori::generate(size, seed).unwrap();
+            assert_eq!(text, hitori::generate(size, seed).unwrap());
+            let p = hitori::parse(&text).unwrap();
+            assert_eq!((p.rows, p.cols), (size, size));
+            let found = puzzles::solve(&*hitori::encode_text(&text, false).unwrap(), None, 2);
+            assert_eq!(found.count, 1, "{text}");
+            if size <= 5 {
+                assert_eq!(hitori_brute(size, size, &p.numbers, false).len(), 1);
+            }
+        }
+    }
+    assert_ne!(
+        hitori::generate(6, 1).unwrap(),
+        hitori::generate(6, 2).unwrap()
+    );
+    assert!(hitori::generate(0, 1).is_err());
+}
+
+// ---------------------------------------------------------------- hidato
+
+/// A hidato board for the brute force: `None` hole, `Some(0)` blank,
+/// `Some(g)` given.
+type Board = Vec<Option<u32>>;
+
+/// Brute force: every Hamiltonian king path over the board cells that
+/// respects the givens, as filled grids (0 at holes).
+fn hidato_brute(rows: usize, cols: usize, board: &Board) -> BTreeSet<Vec<u32>> {
+    let n = board.iter().filter(|c| c.is_some()).count();
+    let mut at_given = vec![usize::MAX; n + 2];
+    for (i, c) in board.iter().enumerate() {
+        if let Some(g) = *c {
+            if g > 0 {
+                at_given[g as usize] = i;
+            }
+        }
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn go(
+        k: usize,
+        at: usize,
+        n: usize,
+        rows: usize,
+        cols: usize,
+        board: &Board,
+        at_given: &[usize],
+        values: &mut Vec<u32>,
+        out: &mut BTreeSet<Vec<u32>>,
+    ) {
+        if k == n {
+            out.insert(values.clone());
+            return;
+        }
+        let (r, c) = ((at / cols) as i64, (at % cols) as i64);
+        for dr in -1..=1i64 {
+            for dc in -1..=1i64 {
+                let (rr, cc) = (r + dr, c + dc);
+                if rr < 0 || cc < 0 || rr >= rows as i64 || cc >= cols as i64 {
+                    continue;
+                }
+                let j = (rr * cols as i64 + cc) as usize;
+                let fits = match board[j] {
+                    None => false,
+                    Some(0) => at_given[k + 1] == usize::MAX,
+                    Some(g) => g as usize == k + 1,
+                };
+                if fits && values[j] == 0 {
+                    values[j] = k as u32 + 1;
+                    go(k + 1, j, n, rows, cols, board, at_given, values, out);
+                    values[j] = 0;
+                }
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    if n == 0 {
+        return out;
+    }
+    for s in 0..board.len() {
+        let fits = match board[s] {
+            None => false,
+            Some(0) => at_given[1] == usize::MAX,
+            Some(g) => g == 1,
+        };
+        if fits {
+            let mut values = vec![0; board.len()];
+            values[s] = 1;
+            go(1, s, n, rows, cols, board, &at_given, &mut values, &mut out);
+        }
+    }
+    out
+}
+
+fn hidato_text(rows: usize, cols: usize, board: &Board) -> String {
+    let mut s = String::new();
+    for r in 0..rows {
+        let row: Vec<String> = (0..cols)
+            .map(|c| match board[r * cols + c] {
+                None => "#".to_string(),
+                Some(0) => ".".to_string(),
+                Some(g) => g.to_string(),
+            })
+            .collect();
+        s.push_str(&row.join(" "));
+        s.push('\n');
+    }
+    s
+}
+
+fn hidato_values(grid: &str, rows: usize, cols: usize) -> Vec<u32> {
+    assert_eq!(grid.lines().count(), rows);
+    let lens: BTreeSet<usize> = grid.lines().map(str::len).collect();
+    assert_eq!(lens.len(), 1, "columns are aligned");
+    let v: Vec<u32> = grid
+        .split_whitespace()
+        .map(|t| if t == "#" { 0 } else { t.parse().unwrap() })
+        .collect();
+    assert_eq!(v.len(), rows * cols);
+    v
+}
+
+#[test]
+fn hidato_matches_brute_force() {
+    let mut rng = Rng(404);
+    let mut total = 0;
+    let mut solved = 0;
+    for round in 0..400 {
+        let rows = 1 + rng.below(4);
+        let cols = 1 + rng.below(4);
+        let mut board: Board = (0..rows * cols)
+            .map(|_| if rng.chance(20) { None } else { Some(0) })
+            .collect();
+        let n = board.iter().filter(|c| c.is_some()).count();
+        if n == 0 {
+            board[0] = Some(0);
+        }
+        let n = board.iter().filter(|c| c.is_some()).count();
+        // Givens: from a real solution when there is one (most rounds), else
+        // at random.
+        let free = hidato_brute(rows, cols, &board);
+        let solutions: Vec<&Vec<u32>> = free.iter().collect();
+        let percent = [10, 25, 40][round % 3];
+        if !solutions.is_empty() && round % 4 != 0 {
+            let sol = solutions[rng.below(solutions.len())];
+            for i in 0..board.len() {
+                if board[i].is_some() && rng.chance(percent) {
+                    board[i] = Some(sol[i]);
+                }
+            }
+        } else {
+            let mut numbers: Vec<u32> = (1..=n as u32).collect();
+            for i in (1..numbers.len()).rev() {
+                numbers.swap(i, rng.below(i + 1));
+            }
+            let mut next = 0;
+            for i in 0..board.len() {
+                if board[i].is_some() && rng.chance(percent) {
+                    board[i] = Some(numbers[next]);
+                    next += 1;
+                }
+            }
+        }
+        let text = hidato_text(rows, cols, &board);
+        let puzzle = hidato::parse(&text).unwrap();
+        let expected = hidato_brute(rows, cols, &board);
+        let encoded = hidato::encode_text(&text).unwrap();
+        let got: BTreeSet<Vec<u32>> = all_solutions(&*encoded)
+            .iter()
+            .map(|g| {
+                let v = hidato_values(g, rows, cols);
+                hidato::check(&puzzle, &v).unwrap();
+                v
+            })
+            .collect();
+        assert_eq!(got, expected, "\n{text}");
+        total += got.len();
+        solved += usize::from(!got.is_empty());
+    }
+    assert!(total > 10_000 && solved > 200, "{total} {solved}");
+}
+
+/// Exercise 404's 4x4 puzzle (i). The seed's rendering of solution (iv) is
+/// garbled (rows lose their blanks); the grid below is the reconstruction,
+/// checked here by the independent checker and by the brute force.
+#[test]
+fn hidato_knuth_example() {
+    let text = ".  3 14  1\n.  .  .  .\n5  9  .  .\n.  .  8  .\n";
+    let solution = "16  3 14  1\n 4 15  2 13\n 5  9 10 12\n 6  7  8 11\n";
+    let puzzle = hidato::parse(text).unwrap();
+    let values = hidato_values(solution, 4, 4);
+    hidato::check(&puzzle, &values).unwrap();
+    let board: Board = puzzle
+        .cells
+        .iter()
+        .map(|c| match c {
+            hidato::Cell::Hole => None,
+            hidato::Cell::Blank => Some(0),
+            hidato::Cell::Given(g) => Some(*g),
+        })
+        .collect();
+    assert_eq!(
+        hidato_brute(4, 4, &board).into_iter().collect::<Vec<_>>(),
+        vec![values]
+    );
+    let found = puzzles::solve(&*hidato::encode_text(text).unwrap(), None, 10);
+    assert_eq!(found.grids, vec![solution.to_string()]);
+    // Puzzle (iii), with 2, 4 and 6 filled in, has the same solution.
+    let iii = ".  3 14  1\n4  .  2  .\n5  9  .  .\n6  .  8  .\n";
+    let found = puzzles::solve(&*hidato::encode_text(iii).unwrap(), None, 10);
+    assert_eq!(found.grids, vec![solution.to_string()]);
+}
+
+#[test]
+fn hidato_checker_rejects_each_rule() {
+    let p = hidato::parse(". . #\n. 2 .\n").unwrap();
+    hidato::check(&p, &[1, 3, 0, 5, 2, 4]).unwrap_err(); // 4 at (1,2), 5 at (1,0)
+    hidato::check(&p, &[1, 5, 0, 4, 2, 3]).unwrap_err(); // 3 at (1,2), 4 at (1,0)
+    hidato::check(&p, &[1, 4, 0, 5, 2, 3]).unwrap();
+    hidato::check(&p, &[2, 4, 0, 5, 1, 3]).unwrap_err(); // given moved
+    hidato::check(&p, &[1, 4, 6, 5, 2, 3]).unwrap_err(); // hole filled
+    hidato::check(&p, &[1, 4, 0, 4, 2, 3]).unwrap_err(); // repeated
+}
+
+#[test]
+fn hidato_bad_inputs() {
+    assert_error(hidato::encode_text(""), 1, 1);
+    assert_error(hidato::encode_text(". .\n. . .\n"), 2, 5);
+    assert_error(hidato::encode_text(". . .\n. .\n"), 2, 4);
+    assert_error(hidato::encode_text(". .\n. x\n"), 2, 3);
+    assert_error(hidato::encode_text(". .\n. 1.5\n"), 2, 3);
+    assert_error(hidato::encode_text(". #\n. 4\n"), 2, 3);
+    assert_error(hidato::encode_text("0 .\n. .\n"), 1, 1);
+    assert_error(hidato::encode_text("1 .\n. 1\n"), 2, 3);
+    assert_error(hidato::encode_text("# #\n# #\n"), 1, 1);
+    let e = hidato::encode_text(". #\n. 4\n").err().unwrap();
+    assert_eq!(
+        e.to_string(),
+        "line 2, column 3: number 4 out of range 1..=3"
+    );
+}
+
+#[test]
+fn hidato_generate_is_unique() {
+    for (rows, cols) in [(1, 1), (2, 3), (4, 4), (5, 3)] {
+        for seed in 0..3 {
+            let text = hidato::generate(rows, cols, 0, seed).unwrap();
+            assert_eq!(text, hidato::generate(rows, cols, 0, seed).unwrap());
+            let p = hidato::parse(&text).unwrap();
+            let board: Board = p
+                .cells
+                .iter()
+                .map(|c| match c {
+                    hidato::Cell::Hole => None,
+                    hidato::Cell::Blank => Some(0),
+                    hidato::Cell::Given(g) => Some(*g),
+                })
+                .collect();
+            assert_eq!(hidato_brute(rows, cols, &board).len(), 1, "{text}");
+        }
+    }
+}
+
+// ----------------------------------------------------------- slitherlink
+
+/// Edge numbering of the brute force (its own): horizontal edge (i, j)
+/// from vertex (i, j) to (i, j+1) is `i * cols + j`; vertical edge (i, j)
+/// from (i, j) to (i+1, j) is `H + i * (cols + 1) + j`.
+struct Grid {
+    rows: usize,
+    cols: usize,
+}
+impl Grid {
+    fn h(&self, i: usize, j: usize) -> usize {
+        i * self.cols + j
+    }
+    fn v(&self, i: usize, j: usize) -> usize {
+        (self.rows + 1) * self.cols + i * (self.cols + 1) + j
+    }
+    fn edges(&self) -> usize {
+        (self.rows + 1) * self.cols + self.rows * (self.cols + 1)
+    }
+    fn at_vertex(&self, i: usize, j: usize) -> Vec<usize> {
+        let mut e = Vec::new();
+        if j > 0 {
+            e.push(self.h(i, j - 1));
+        }
+        if j < self.cols {
+            e.push(self.h(i, j));
+        }
+        if i > 0 {
+            e.push(self.v(i - 1, j));
+        }
+        if i < self.rows {
+            e.push(self.v(i, j));
+        }
+        e
+    }
+    fn around(&self, r: usize, c: usize) -> [usize; 4] {
+        [
+            self.h(r, c),
+            self.h(r + 1, c),
+            self.v(r, c),
+            self.v(r, c + 1),
+        ]
+    }
+    /// Whether the edge set is one loop (degrees assumed 0 or 2).
+    fn one_loop(&self, on: &[bool]) -> bool {
+        let w = self.cols + 1;
+        let nv = (self.rows + 1) * w;
+        let mut adj = vec![Vec::new(); nv];
+        let mut count = 0;
+        for i in 0..=self.rows {
+            for j in 0..=self.cols {
+                if j < self.cols && on[self.h(i, j)] {
+                    adj[i * w + j].push(i * w + j + 1);
+                    adj[i * w + j + 1].push(i * w + j);
+                    count += 1;
+                }
+                if i < self.rows && on[self.v(i, j)] {
+                    adj[i * w + j].push(i * w + j + w);
+                    adj[i * w + j + w].push(i * w + j);
+                    count += 1;
+                }
+            }
+        }
+        let Some(s) = (0..nv).find(|&v| !adj[v].is_empty()) else {
+            return false;
+        };
+        let mut seen = vec![false; nv];
+        seen[s] = true;
+        let mut stack = vec![s];
+        let mut reached = 0;
+        while let Some(a) = stack.pop() {
+            reached += 1;
+            for &b in &adj[a] {
+                if !seen[b] {
+                    seen[b] = true;
+                    stack.push(b);
+                }
+            }
+        }
+        reached == count
+    }
+}
+
+/// Brute force: vertices in row-major order, each choosing its right and
+/// down edges (its left and up edges are already set), checking its degree
+/// once all its edges are set and the clues as their edges get set.
+fn slither_brute(
+    rows: usize,
+    cols: usize,
+    clues: &[Option<u8>],
+    weak: bool,
+) -> BTreeSet<Vec<bool>> {
+    let g = Grid { rows, cols };
+    let mut out = BTreeSet::new();
+    let mut on = vec![false; g.edges()];
+    let mut set = vec![false; g.edges()];
+    fn clues_ok(g: &Grid, clues: &[Option<u8>], on: &[bool], set: &[bool]) -> bool {
+        (0..g.rows * g.cols).all(|cell| match clues[cell] {
+            None => true,
+            Some(k) => {
+                let e = g.around(cell / g.cols, cell % g.cols);
+                let yes = e.iter().filter(|&&x| set[x] && on[x]).count();
+                let open = e.iter().filter(|&&x| !set[x]).count();
+                yes <= k as usize && yes + open >= k as usize
+            }
+        })
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn go(
+        v: usize,
+        g: &Grid,
+        clues: &[Option<u8>],
+        weak: bool,
+        on: &mut Vec<bool>,
+        set: &mut Vec<bool>,
+        out: &mut BTreeSet<Vec<bool>>,
+    ) {
+        let w = g.cols + 1;
+        if v == (g.rows + 1) * w {
+            if weak || g.one_loop(on) {
+                out.insert(on.clone());
+            }
+            return;
+        }
+        let (i, j) = (v / w, v % w);
+        let right = (j < g.cols).then(|| g.h(i, j));
+        let down = (i < g.rows).then(|| g.v(i, j));
+        for mask in 0..4 {
+            let (a, b) = (mask & 1 == 1, mask & 2 == 2);
+            if (a && right.is_none()) || (b && down.is_none()) {
+                continue;
+            }
+            for (e, x) in [(right, a), (down, b)] {
+                if let Some(e) = e {
+                    on[e] = x;
+                    set[e] = true;
+                }
+            }
+            let degree = g.at_vertex(i, j).iter().filter(|&&e| on[e]).count();
+            if (degree == 0 || degree == 2) && clues_ok(g, clues, on, set) {
+                go(v + 1, g, clues, weak, on, set, out);
+            }
+            for e in [right, down].into_iter().flatten() {
+                on[e] = false;
+                set[e] = false;
+            }
+        }
+    }
+    go(0, &g, clues, weak, &mut on, &mut set, &mut out);
+    out
+}
+
+/// Reads a drawing back into edges (the tests' own numbering, the same as
+/// the module's), checking its layout.
+fn slither_edges(drawing: &str, rows: usize, cols: usize, clues: &[Option<u8>]) -> Vec<bool> {
+    let g = Grid { rows, cols };
+    let lines: Vec<Vec<char>> = drawing.lines().map(|l| l.chars().collect()).collect();
+    assert_eq!(lines.len(), 2 * rows + 1);
+    assert!(drawing.ends_with('\n'));
+    let mut on = vec![false; g.edges()];
+    for (y, line) in lines.iter().enumerate() {
+        assert_eq!(line.len(), 2 * cols + 1);
+        for (x, &ch) in line.iter().enumerate() {
+            match (y % 2, x % 2) {
+                (0, 0) => assert_eq!(ch, '+'),
+                (0, 1) => {
+                    assert!(ch == '-' || ch == ' ');
+                    on[g.h(y / 2, x / 2)] = ch == '-';
+                }
+                (1, 0) => {
+                    assert!(ch == '|' || ch == ' ');
+                    on[g.v(y / 2, x / 2)] = ch == '|';
+                }
+                _ => {
+                    let expect = match clues[(y / 2) * cols + x / 2] {
+                        Some(k) => (b'0' + k) as char,
+                        None => ' ',
+                    };
+                    assert_eq!(ch, expect);
+                }
+            }
+        }
+    }
+    on
+}
+
+fn slither_text(rows: usize, cols: usize, clues: &[Option<u8>]) -> String {
+    let mut s = String::new();
+    for r in 0..rows {
+        for c in 0..cols {
+            s.push(match clues[r * cols + c] {
+                Some(k) => (b'0' + k) as char,
+                None => '.',
+            });
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Clues from the boundary of a random set of cells (so a weak solution
+/// exists when that boundary has no crossing), some of them dropped.
+fn random_slither(rng: &mut Rng) -> (usize, usize, Vec<Option<u8>>) {
+    let rows = 1 + rng.below(4);
+    let cols = 1 + rng.below(4);
+    let inside: Vec<bool> = (0..rows * cols).map(|_| rng.chance(40)).collect();
+    let keep = [30, 50, 70][rng.below(3)];
+    let clues = (0..rows * cols)
+        .map(|cell| {
+            if !rng.chance(keep) {
+                return None;
+            }
+            if rng.chance(10) {
+                return Some(rng.below(4) as u8);
+            }
+            let (r, c) = (cell / cols, cell % cols);
+            let at = |r: i64, c: i64| {
+                r >= 0
+                    && c >= 0
+                    && r < rows as i64
+                    && c < cols as i64
+                    && inside[r as usize * cols + c as usize]
+            };
+            let (r, c) = (r as i64, c as i64);
+            let k = [(-1, 0), (1, 0), (0, -1), (0, 1)]
+                .iter()
+                .filter(|(dr, dc)| at(r + dr, c + dc) != at(r, c))
+                .count();
+            Some(k.min(3) as u8)
+        })
+        .collect();
+    (rows, cols, clues)
+}
+
+#[test]
+fn slitherlink_matches_brute_force() {
+    let mut rng = Rng(412);
+    let mut counts = [0usize; 2];
+    for _ in 0..300 {
+        let (rows, cols, clues) = random_slither(&mut rng);
+        let text = slither_text(rows, cols, &clues);
+        let puzzle = slitherlink::parse(&text).unwrap();
+        assert_eq!(puzzle.clues, clues);
+        for (w, weak) in [true, false].into_iter().enumerate() {
+            let expected = slither_brute(rows, cols, &clues, weak);
+            let encoded = slitherlink::encode_text(&text, weak).unwrap();
+            let got: BTreeSet<Vec<bool>> = all_solutions(&*encoded)
+                .iter()
+                .map(|d| {
+                    let on = slither_edges(d, rows, cols, &clues);
+                    slitherlink::check(&puzzle, &on, weak).unwrap();
+                    on
+                })
+                .collect();
+            assert_eq!(got, expected, "weak={weak}\n{text}");
+            counts[w] += got.len();
+        }
+    }
+    assert!(counts[0] > 5000 && counts[1] > 1000, "{counts:?}");
+}
+
+#[test]
+fn slitherlink_small_examples() {
+    // A 1x1 cell with clue 4 is out of range; with no clue, the only loop
+    // is its boundary and the weak solutions are it and the empty set.
+    let found = puzzles::solve(&*slitherlink::encode_text(".", true).unwrap(), None, 9);
+    assert_eq!(found.count, 2);
+    let found = puzzles::solve(&*slitherlink::encode_text(".", false).unwrap(), None, 9);
+    assert_eq!(found.grids, vec!["+-+\n| |\n+-+\n".to_string()]);
+    let found = puzzles::solve(&*slitherlink::encode_text("3\n", false).unwrap(), None, 9);
+    assert_eq!(found.count, 0);
+    let found = puzzles::solve(&*slitherlink::encode_text("0\n", false).unwrap(), None, 9);
+    assert_eq!(found.count, 0);
+    let found = puzzles::solve(&*slitherlink::encode_text("0\n", true).unwrap(), None, 9);
+    assert_eq!(found.grids, vec!["+ +\n 0 \n+ +\n".to_string()]);
+    // Two separate squares are a weak solution, not a full one: the strip
+    // of three cells has 6 loops (its intervals of cells), and the weak
+    // solutions add the empty set and the two end squares.
+    let weak = puzzles::solve(&*slitherlink::encode_text("...", true).unwrap(), None, 99);
+    let full = puzzles::solve(&*slitherlink::encode_text("...", false).unwrap(), None, 99);
+    assert_eq!((weak.count, full.count), (8, 6));
+    let two = "+-+ +-+\n| | | |\n+-+ +-+\n".to_string();
+    assert!(weak.grids.contains(&two) && !full.grids.contains(&two));
+    // With clues 3 at both ends, only the whole strip's boundary is left.
+    let weak = puzzles::solve(&*slitherlink::encode_text("3.3", true).unwrap(), None, 99);
+    let full = puzzles::solve(&*slitherlink::encode_text("3.3", false).unwrap(), None, 99);
+    assert_eq!(weak.grids, full.grids);
+    assert_eq!(full.grids, vec!["+-+-+-+\n|3   3|\n+-+-+-+\n".to_string()]);
+}
+
+#[test]
+fn slitherlink_checker_rejects_each_rule() {
+    let p = slitherlink::parse("3.\n").unwrap();
+    let g = Grid { rows: 1, cols: 2 };
+    let mut on = vec![false; g.edges()];
+    for e in g.around(0, 0) {
+        on[e] = true;
+    }
+    slitherlink::check(&p, &on, false).unwrap_err(); // clue 3, four edges
+    let p = slitherlink::parse("..\n").unwrap();
+    slitherlink::check(&p, &on, false).unwrap();
+    on[g.h(0, 1)] = true; // a vertex of degree 3
+    slitherlink::check(&p, &on, true).unwrap_err();
+    let p = slitherlink::parse(".\n.\n.\n").unwrap();
+    let g = Grid { rows: 3, cols: 1 };
+    let mut on = vec![false; g.edges()];
+    for e in g.around(0, 0).into_iter().chain(g.around(2, 0)) {
+        on[e] = true;
+    }
+    slitherlink::check(&p, &on, true).unwrap();
+    slitherlink::check(&p, &on, false).unwrap_err(); // two loops
+    slitherlink::check(&p, &vec![false; g.edges()], false).unwrap_err(); // none
+}
+
+#[test]
+fn slitherlink_bad_inputs() {
+    assert_error(slitherlink::encode_text("", false), 1, 1);
+    assert_error(slitherlink::encode_text("\n \n", true), 1, 1);
+    assert_error(slitherlink::encode_text("..\n...\n", false), 2, 3);
+    assert_error(slitherlink::encode_text("...\n..\n", false), 2, 3);
+    assert_error(slitherlink::encode_text("..\n.x\n", false), 2, 2);
+    assert_error(slitherlink::encode_text(". .\n...\n", false), 1, 2);
+    assert_error(slitherlink::encode_text("..\n.4\n", false), 2, 2);
+    let e = slitherlink::encode_text("12\n39\n", false).err().unwrap();
+    assert_eq!(e.to_string(), "line 2, column 2: clue 9 out of range 0..=3");
+    assert!(slitherlink::encode_text("\n.3\r\n2.  \n\n", false).is_ok());
+}
+
+#[test]
+fn slitherlink_generate_is_unique_and_deterministic() {
+    for (rows, cols) in [(1, 1), (2, 2), (3, 4), (4, 4), (4, 3)] {
+        for seed in 0..3 {
+            let text = slitherlink::generate(rows, cols, seed).unwrap();
+            assert_eq!(text, slitherlink::generate(rows, cols, seed).unwrap());
+            let p = slitherlink::parse(&text).unwrap();
+            assert_eq!((p.rows, p.cols), (rows, cols));
+            assert_eq!(
+                slither_brute(rows, cols, &p.clues, false).len(),
+                1,
+                "{text}"
+            );
+        }
+    }
+    assert!(slitherlink::generate(0, 3, 1).is_err());
+}
+
+// ------------------------------------------------------------- benchmarks
+
+fn bench_one(name: &str, encoded: &dyn Encoded) {
+    let t = Instant::now();
+    let found = puzzles::solve(encoded, Some(2), 1);
+    let with = t.elapsed();
+    assert!(found.complete);
+    let (plain, nodes_plain, without) = if encoded.prunes() {
+        let t = Instant::now();
+        let (set, nodes) = engine_solutions(encoded, false);
+        (set.len(), nodes, Some(t.elapsed()))
+    } else {
+        (found.count as usize, found.stats.nodes, None)
+    };
+    println!(
+        "{name}: {} solution(s); {} options; pruned: {:.2} ms, {} nodes; unpruned: {} ms, {} nodes ({} solutions)",
+        found.count,
+        encoded.problem().options().len(),
+        with.as_secs_f64() * 1e3,
+        found.stats.nodes,
+        without.map_or("-".into(), |d| format!("{:.2}", d.as_secs_f64() * 1e3)),
+        nodes_plain,
+        plain,
+    );
+    assert_eq!(found.count, 1);
+}
+
+#[test]
+#[ignore]
+fn bench_hitori() {
+    for seed in 1..=3 {
+        let t = Instant::now();
+        let text = hitori::generate(12, seed).unwrap();
+        println!(
+            "hitori 12x12 seed {seed} generated in {:?}:\n{text}",
+            t.elapsed()
+        );
+        bench_one("hitori 12x12", &*hitori::encode_text(&text, false).unwrap());
+    }
+}
+
+#[test]
+#[ignore]
+fn bench_slitherlink() {
+    for seed in 1..=3 {
+        let t = Instant::now();
+        let text = slitherlink::generate(10, 10, seed).unwrap();
+        println!(
+            "slitherlink 10x10 seed {seed} generated in {:?}:\n{text}",
+            t.elapsed()
+        );
+        bench_one(
+            "slitherlink 10x10",
+            &*slitherlink::encode_text(&text, false).unwrap(),
+        );
+    }
+}
+
+#[test]
+#[ignore]
+fn bench_hidato() {
+    for seed in 1..=3 {
+        let t = Instant::now();
+        let text = hidato::generate(9, 9, 24, seed).unwrap();
+        println!(
+            "hidato 9x9 seed {seed} generated in {:?}:\n{text}",
+            t.elapsed()
+        );
+        bench_one("hidato 9x9", &*hidato::encode_text(&text).unwrap());
+    }
+}
+
+#[test]
+#[ignore]
+fn zz_profile_slitherlink() {
+    let text = ".01.3.1.1.\n.........1\n...1...0.1\n...2...1..\n....0..001\n.12.......\n...01.....\n.0.3..3..1\n0......00.\n....1..21.\n";
+    let e = slitherlink::encode_text(text, false).unwrap();
+    let t = Instant::now();
+    let found = puzzles::solve(&*e, Some(2), 1);
+    println!("{} {:?} {}", found.count, t.elapsed(), found.stats.nodes);
+}
+
+#[test]
+#[ignore]
+fn zz_hidato_orders() {
+    for keep in [24, 0] {
+        let mut total = (0u64, 0f64);
+        let mut worst = 0u64;
+        for seed in 1..=10 {
+            let text = hidato::generate(9, 9, keep, seed).unwrap();
+            let givens = text.split_whitespace().filter(|t| *t != ".").count();
+            let e = hidato::encode_text(&text).unwrap();
+            let t = Instant::now();
+            let found = puzzles::solve(&*e, Some(2), 1);
+            let el = t.elapsed().as_secs_f64() * 1e3;
+            total.0 += found.stats.nodes;
+            total.1 += el;
+            worst = worst.max(found.stats.nodes);
+            print!("[{givens}g {} {:.1}ms] ", found.stats.nodes, el);
+        }
+        println!("\nkeep {keep}: total nodes {} total ms {:.1} worst {worst}", total.0, total.1);
+    }
+}

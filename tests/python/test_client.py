@@ -1,0 +1,214 @@
+"""The xccd gRPC API from a Python client (grpcio).
+
+The stubs are generated from proto/xccd/v1/solver.proto with grpcio-tools
+into a temporary directory when the session starts, so that the test always
+follows the contract in the repository. The server's address comes from the
+XCCD_ADDR environment variable (for example 127.0.0.1:50599).
+"""
+
+import importlib
+import importlib.resources
+import os
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import grpc
+import pytest
+from grpc_tools import protoc
+
+ROOT = Path(__file__).resolve().parents[2]
+PROTO_ROOT = ROOT / "proto"
+INSTANCES = Path(
+    os.environ.get("XCCD_INSTANCES", ROOT.parent / "shared" / "bench" / "instances")
+)
+# Seconds any one call may take.
+TIMEOUT = 60
+
+
+@pytest.fixture(scope="session")
+def pb(tmp_path_factory):
+    out = tmp_path_factory.mktemp("stubs")
+    well_known = importlib.resources.files("grpc_tools") / "_proto"
+    rc = protoc.main(
+        [
+            "grpc_tools.protoc",
+            f"-I{PROTO_ROOT}",
+            f"-I{well_known}",
+            f"--python_out={out}",
+            f"--grpc_python_out={out}",
+            str(PROTO_ROOT / "xccd" / "v1" / "solver.proto"),
+        ]
+    )
+    assert rc == 0, "protoc failed on solver.proto"
+    sys.path.insert(0, str(out))
+    try:
+        pb2 = importlib.import_module("xccd.v1.solver_pb2")
+        pb2_grpc = importlib.import_module("xccd.v1.solver_pb2_grpc")
+    finally:
+        sys.path.remove(str(out))
+    return SimpleNamespace(pb2=pb2, grpc=pb2_grpc)
+
+
+@pytest.fixture(scope="session")
+def stub(pb):
+    addr = os.environ.get("XCCD_ADDR")
+    if not addr:
+        pytest.fail("XCCD_ADDR must name a running xccd server (host:port)")
+    channel = grpc.insecure_channel(addr)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=30)
+    except grpc.FutureTimeoutError:
+        pytest.fail(f"no xccd server answers at {addr}")
+    yield pb.grpc.SolverServiceStub(channel)
+    channel.close()
+
+
+def dlx_problem(pb, name):
+    return pb.pb2.Problem(dlx=(INSTANCES / f"{name}.dlx").read_text())
+
+
+def read_dlx(name):
+    """A minimal reading of DLX text, independent of the server: the primary
+    and secondary item names, and each option's item names (no colors or
+    multiplicities: enough for sudoku and queens)."""
+    lines = [
+        line.strip()
+        for line in (INSTANCES / f"{name}.dlx").read_text().splitlines()
+        if line.strip() and not line.strip().startswith("|")
+    ]
+    items = lines[0].split()
+    bar = items.index("|") if "|" in items else len(items)
+    primary, secondary = items[:bar], items[bar + 1 :]
+    options = [line.split() for line in lines[1:]]
+    assert all(":" not in t for o in options for t in o), "no colors expected"
+    return primary, secondary, options
+
+
+def assert_exact_cover(name, indices):
+    """Every primary item covered exactly once, every secondary at most once."""
+    primary, secondary, options = read_dlx(name)
+    assert list(indices) == sorted(set(indices)), "indices ascending, distinct"
+    covered = {}
+    for i in indices:
+        for item in options[i]:
+            covered[item] = covered.get(item, 0) + 1
+    for item in primary:
+        assert covered.get(item) == 1, f"{name}: primary {item} covered {covered.get(item)}"
+    for item in secondary:
+        assert covered.get(item, 0) <= 1, f"{name}: secondary {item} covered twice"
+
+
+def enumerate_all(stub, request):
+    solutions, batches, progress, summaries = [], 0, 0, []
+    for response in stub.Enumerate(request, timeout=TIMEOUT):
+        kind = response.WhichOneof("event")
+        assert not summaries, "nothing may follow the summary"
+        if kind == "solutions":
+            batches += 1
+            solutions.extend(tuple(s.option_indices) for s in response.solutions.solutions)
+        elif kind == "progress":
+            progress += 1
+            assert 0.0 <= response.progress.fraction_done <= 1.0
+        else:
+            assert kind == "summary", kind
+            summaries.append(response.summary)
+    assert len(summaries) == 1, "the stream ends with one summary"
+    return solutions, batches, progress, summaries[0]
+
+
+@pytest.mark.parametrize("name", ["sudoku_hard17", "sudoku_royle17a", "sudoku_royle17b"])
+def test_solve_sudoku_has_exactly_one_solution(pb, stub, name):
+    response = stub.Solve(
+        pb.pb2.SolveRequest(
+            problem=dlx_problem(pb, name), limit=2, include_option_text=True
+        ),
+        timeout=TIMEOUT,
+    )
+    assert len(response.solutions) == 1
+    assert response.exhausted
+    assert response.reason == pb.pb2.END_REASON_COMPLETE
+    solution = response.solutions[0]
+    primary, _, options = read_dlx(name)
+    # One option per empty cell, each covering cell, row, column and box.
+    assert len(solution.option_indices) == len(primary) // 4
+    assert_exact_cover(name, solution.option_indices)
+    assert [t.split() for t in solution.option_texts] == [
+        options[i] for i in solution.option_indices
+    ]
+    assert response.statistics.solutions == 1
+    assert response.statistics.nodes > 0
+
+
+def test_enumerate_queens8(pb, stub):
+    solutions, batches, _, summary = enumerate_all(
+        stub,
+        pb.pb2.EnumerateRequest(problem=dlx_problem(pb, "queens8"), batch_size=10),
+    )
+    assert len(solutions) == 92
+    assert len(set(solutions)) == 92, "solutions are distinct"
+    assert batches >= 1
+    for s in solutions:
+        assert len(s) == 8
+        assert_exact_cover("queens8", s)
+    assert summary.solutions == 92
+    assert summary.exhausted
+    assert summary.reason == pb.pb2.END_REASON_COMPLETE
+
+
+def test_enumerate_count_only_queens10(pb, stub):
+    solutions, batches, _, summary = enumerate_all(
+        stub,
+        pb.pb2.EnumerateRequest(problem=dlx_problem(pb, "queens10"), count_only=True),
+    )
+    assert solutions == [] and batches == 0
+    assert summary.solutions == 724
+    assert summary.exhausted
+
+
+def test_job_queens8(pb, stub):
+    job_id = stub.SubmitJob(
+        pb.pb2.SubmitJobRequest(problem=dlx_problem(pb, "queens8"), keep_solutions=10),
+        timeout=TIMEOUT,
+    ).job_id
+    summaries, kept = [], []
+    for response in stub.WatchJob(
+        pb.pb2.WatchJobRequest(job_id=job_id, include_solutions=True), timeout=TIMEOUT
+    ):
+        kind = response.WhichOneof("event")
+        if kind == "solutions":
+            kept.extend(tuple(s.option_indices) for s in response.solutions.solutions)
+        elif kind == "summary":
+            summaries.append(response.summary)
+    assert len(summaries) == 1 and summaries[0].solutions == 92
+    got = stub.GetJob(pb.pb2.GetJobRequest(job_id=job_id), timeout=TIMEOUT)
+    assert got.job.state == pb.pb2.JOB_STATE_DONE
+    assert got.job.summary.solutions == 92
+    assert [tuple(s.option_indices) for s in got.solutions] == kept
+    assert len(kept) == 10 and len(set(kept)) == 10
+    for s in kept:
+        assert_exact_cover("queens8", s)
+
+
+@pytest.mark.parametrize(
+    "problem_text, words",
+    [
+        ("A B\nA B\nA C\n", ["line 3", '"C"']),
+        ("A B A\nA B\n", ["line 1", "duplicate"]),
+    ],
+)
+def test_bad_problem_is_invalid_argument(pb, stub, problem_text, words):
+    with pytest.raises(grpc.RpcError) as error:
+        stub.Solve(
+            pb.pb2.SolveRequest(problem=pb.pb2.Problem(dlx=problem_text)), timeout=TIMEOUT
+        )
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    for word in words:
+        assert word in error.value.details()
+
+
+def test_missing_problem_is_invalid_argument(pb, stub):
+    with pytest.raises(grpc.RpcError) as error:
+        stub.Solve(pb.pb2.SolveRequest(limit=1), timeout=TIMEOUT)
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "problem" in error.value.details()
