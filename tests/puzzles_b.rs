@@ -1036,6 +1036,9 @@ fn zz_hidato_orders() {
             worst = worst.max(found.stats.nodes);
             print!("[{givens}g {} {:.1}ms] ", found.stats.nodes, el);
         }
-        println!("\nkeep {keep}: total nodes {} total ms {:.1} worst {worst}", total.0, total.1);
+        println!(
+            "\nkeep {keep}: total nodes {} total ms {:.1} worst {worst}",
+            total.0, total.1
+        );
     }
 }

@@ -8,7 +8,10 @@ use xccd::service::proto::puzzle_service_client::PuzzleServiceClient;
 use xccd::service::server::{start, RunningServer, ServeConfig};
 use xccd::service::PoolConfig;
 
-async fn server() -> (RunningServer, PuzzleServiceClient<tonic::transport::Channel>) {
+async fn server() -> (
+    RunningServer,
+    PuzzleServiceClient<tonic::transport::Channel>,
+) {
     let server = start(ServeConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         pool: PoolConfig {
@@ -44,8 +47,16 @@ async fn solve_check_and_enumerate_match_the_library() {
     let cases = [
         (pb::PuzzleKind::Sudoku, Kind::Sudoku, SUDOKU.to_string()),
         (pb::PuzzleKind::Queens, Kind::Queens, "6".to_string()),
-        (pb::PuzzleKind::Latin, Kind::Latin, "1 . .\n. . .\n. . .\n".to_string()),
-        (pb::PuzzleKind::Futoshiki, Kind::Futoshiki, ". .<.\n    \n. . .\n^\n. . 1\n".to_string()),
+        (
+            pb::PuzzleKind::Latin,
+            Kind::Latin,
+            "1 . .\n. . .\n. . .\n".to_string(),
+        ),
+        (
+            pb::PuzzleKind::Futoshiki,
+            Kind::Futoshiki,
+            ". .<.\n    \n. . .\n^\n. . 1\n".to_string(),
+        ),
     ];
     for (pb_kind, kind, grid) in cases {
         let encoded = kinds::encode(kind, &grid, &EncodeOptions::default()).unwrap();
@@ -106,13 +117,29 @@ async fn structured_futoshiki_equals_its_text() {
     let as_text = ". .<.\n\n. . .\n^\n. . 1\n";
     let cells = pb::CellGrid {
         rows: vec![
-            pb::CellRow { cells: vec![".".into(), ".".into(), ".".into()] },
-            pb::CellRow { cells: vec![".".into(), ".".into(), ".".into()] },
-            pb::CellRow { cells: vec![".".into(), ".".into(), "1".into()] },
+            pb::CellRow {
+                cells: vec![".".into(), ".".into(), ".".into()],
+            },
+            pb::CellRow {
+                cells: vec![".".into(), ".".into(), ".".into()],
+            },
+            pb::CellRow {
+                cells: vec![".".into(), ".".into(), "1".into()],
+            },
         ],
         inequalities: vec![
-            pb::Inequality { row: 0, col: 1, other_row: 0, other_col: 2 },
-            pb::Inequality { row: 1, col: 0, other_row: 2, other_col: 0 },
+            pb::Inequality {
+                row: 0,
+                col: 1,
+                other_row: 0,
+                other_col: 2,
+            },
+            pb::Inequality {
+                row: 1,
+                col: 0,
+                other_row: 2,
+                other_col: 0,
+            },
         ],
     };
     let solve = |puzzle| pb::SolvePuzzleRequest { puzzle, limit: 100 };
@@ -168,8 +195,18 @@ async fn bad_puzzles_are_invalid_arguments() {
             Some(pb::Puzzle {
                 kind: pb::PuzzleKind::Futoshiki as i32,
                 grid: Some(pb::puzzle::Grid::Cells(pb::CellGrid {
-                    rows: vec![pb::CellRow { cells: vec![".".into(), ".".into()] }; 2],
-                    inequalities: vec![pb::Inequality { row: 0, col: 0, other_row: 1, other_col: 1 }],
+                    rows: vec![
+                        pb::CellRow {
+                            cells: vec![".".into(), ".".into()]
+                        };
+                        2
+                    ],
+                    inequalities: vec![pb::Inequality {
+                        row: 0,
+                        col: 0,
+                        other_row: 1,
+                        other_col: 1,
+                    }],
                 })),
                 ..Default::default()
             }),
@@ -182,7 +219,11 @@ async fn bad_puzzles_are_invalid_arguments() {
             .await
             .unwrap_err();
         assert_eq!(status.code(), Code::InvalidArgument, "{needle}: {status:?}");
-        assert!(status.message().contains(needle), "{needle}: {}", status.message());
+        assert!(
+            status.message().contains(needle),
+            "{needle}: {}",
+            status.message()
+        );
     }
     let ok = client
         .check_puzzle(pb::CheckPuzzleRequest {

@@ -282,9 +282,9 @@ impl HidatoEncoding {
         let mut b = ProblemBuilder::new();
         let cells_first = std::env::var("HD_CF").is_ok();
         if !cells_first {
-        for k in 1..=n {
-            b.primary(&format!("n{k}")).expect(built);
-        }
+            for k in 1..=n {
+                b.primary(&format!("n{k}")).expect(built);
+            }
         }
         for x in 0..cells {
             if puzzle.cells[x] != Cell::Hole {
@@ -292,9 +292,9 @@ impl HidatoEncoding {
             }
         }
         if cells_first {
-        for k in 1..=n {
-            b.primary(&format!("n{k}")).expect(built);
-        }
+            for k in 1..=n {
+                b.primary(&format!("n{k}")).expect(built);
+            }
         }
         for k in 2..=n {
             b.secondary(&format!("p{k}")).expect(built);

@@ -506,7 +506,7 @@ impl SlitherlinkEncoding {
 
     fn on_border(&self, x: usize) -> bool {
         let (rows, cols) = (self.puzzle.rows, self.puzzle.cols);
-        x < cols || x >= (rows - 1) * cols || x % cols == 0 || x % cols == cols - 1
+        x < cols || x >= (rows - 1) * cols || x.is_multiple_of(cols) || x % cols == cols - 1
     }
 
     /// Marks the cells reachable from `start` through cells `open` allows.

@@ -158,21 +158,20 @@ impl SolverService for SolverApi {
             match deadline {
                 // tonic's own timeout on the same deadline answers
                 // CANCELLED; answer DEADLINE_EXCEEDED just before it fires.
-                Some(d) => match tokio::time::timeout_at(
-                    convert::unary_deadline(arrived, d),
-                    job.wait(),
-                )
-                .await
-                {
-                    Ok(summary) => Ok(summary),
-                    Err(_) => {
-                        self.pool.cancel(&job, EndReason::Deadline);
-                        Err(Status::deadline_exceeded(format!(
-                            "deadline of {:.3} s passed",
-                            d.as_secs_f64()
-                        )))
+                Some(d) => {
+                    match tokio::time::timeout_at(convert::unary_deadline(arrived, d), job.wait())
+                        .await
+                    {
+                        Ok(summary) => Ok(summary),
+                        Err(_) => {
+                            self.pool.cancel(&job, EndReason::Deadline);
+                            Err(Status::deadline_exceeded(format!(
+                                "deadline of {:.3} s passed",
+                                d.as_secs_f64()
+                            )))
+                        }
                     }
-                },
+                }
                 None => Ok(job.wait().await),
             }
         }

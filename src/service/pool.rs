@@ -528,7 +528,9 @@ impl TaskVisitor<'_> {
             return true;
         };
         while !self.pending.is_empty() {
-            let rest = self.pending.split_off(self.pending.len().min(self.batch_size));
+            let rest = self
+                .pending
+                .split_off(self.pending.len().min(self.batch_size));
             let batch = std::mem::replace(&mut self.pending, rest);
             let n = batch.len() as u64;
             match output.try_push(Event::Solutions(batch)) {
