@@ -123,10 +123,8 @@ pub async fn count(
                     squares += 1;
                 }
             }
-            Some(pb::enumerate_response::Event::Summary(summary)) => {
-                if !summary.exhausted {
-                    return Err(format!("the enumeration stopped early: {summary:?}").into());
-                }
+            Some(pb::enumerate_response::Event::Summary(summary)) if !summary.exhausted => {
+                return Err(format!("the enumeration stopped early: {summary:?}").into());
             }
             _ => {}
         }

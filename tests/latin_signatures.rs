@@ -28,19 +28,15 @@ fn brute_force(n: usize) -> Vec<Vec<Vec<usize>>> {
     out
 }
 
-/// The signature computed independently: the list of comparisons.
+/// The signature computed independently: the list of comparisons, rows
+/// first, then columns.
 fn comparisons(grid: &[Vec<usize>]) -> Vec<bool> {
-    let n = grid.len();
-    let mut v = Vec::new();
-    for r in 0..n {
-        for c in 0..n - 1 {
-            v.push(grid[r][c] < grid[r][c + 1]);
-        }
-    }
-    for r in 0..n - 1 {
-        for c in 0..n {
-            v.push(grid[r][c] < grid[r + 1][c]);
-        }
+    let mut v: Vec<bool> = grid
+        .iter()
+        .flat_map(|row| row.windows(2).map(|w| w[0] < w[1]))
+        .collect();
+    for pair in grid.windows(2) {
+        v.extend(pair[0].iter().zip(&pair[1]).map(|(a, b)| a < b));
     }
     v
 }

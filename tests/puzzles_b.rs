@@ -483,9 +483,9 @@ fn hidato_matches_brute_force() {
                 numbers.swap(i, rng.below(i + 1));
             }
             let mut next = 0;
-            for i in 0..board.len() {
-                if board[i].is_some() && rng.chance(percent) {
-                    board[i] = Some(numbers[next]);
+            for cell in board.iter_mut() {
+                if cell.is_some() && rng.chance(percent) {
+                    *cell = Some(numbers[next]);
                     next += 1;
                 }
             }
@@ -573,8 +573,8 @@ fn hidato_bad_inputs() {
 fn hidato_generate_is_unique() {
     for (rows, cols) in [(1, 1), (2, 3), (4, 4), (5, 3)] {
         for seed in 0..3 {
-            let text = hidato::generate(rows, cols, 0, seed).unwrap();
-            assert_eq!(text, hidato::generate(rows, cols, 0, seed).unwrap());
+            let text = hidato::generate(rows, cols, seed).unwrap();
+            assert_eq!(text, hidato::generate(rows, cols, seed).unwrap());
             let p = hidato::parse(&text).unwrap();
             let board: Board = p
                 .cells
@@ -938,107 +938,71 @@ fn slitherlink_generate_is_unique_and_deterministic() {
 
 // ------------------------------------------------------------- benchmarks
 
-fn bench_one(name: &str, encoded: &dyn Encoded) {
+/// Solves and proves unique with pruning (`puzzles::solve`, limit 2) and
+/// without (the engine with `check_partial: false`); prints one line.
+fn bench_one(name: &str, seed: u64, generated: std::time::Duration, encoded: &dyn Encoded) {
     let t = Instant::now();
     let found = puzzles::solve(encoded, Some(2), 1);
     let with = t.elapsed();
     assert!(found.complete);
-    let (plain, nodes_plain, without) = if encoded.prunes() {
-        let t = Instant::now();
-        let (set, nodes) = engine_solutions(encoded, false);
-        (set.len(), nodes, Some(t.elapsed()))
-    } else {
-        (found.count as usize, found.stats.nodes, None)
-    };
+    assert_eq!(found.count, 1);
+    let t = Instant::now();
+    let (plain, nodes_plain) = engine_solutions(encoded, false);
+    let without = t.elapsed();
+    assert_eq!(plain.len(), 1);
     println!(
-        "{name}: {} solution(s); {} options; pruned: {:.2} ms, {} nodes; unpruned: {} ms, {} nodes ({} solutions)",
-        found.count,
+        "{name} seed {seed}: generated in {:.0} ms; {} options; pruned {:.2} ms, {} nodes; \
+         unpruned {:.2} ms, {} nodes",
+        generated.as_secs_f64() * 1e3,
         encoded.problem().options().len(),
         with.as_secs_f64() * 1e3,
         found.stats.nodes,
-        without.map_or("-".into(), |d| format!("{:.2}", d.as_secs_f64() * 1e3)),
+        without.as_secs_f64() * 1e3,
         nodes_plain,
-        plain,
     );
-    assert_eq!(found.count, 1);
 }
 
 #[test]
 #[ignore]
 fn bench_hitori() {
-    for seed in 1..=3 {
+    for seed in 1..=5 {
         let t = Instant::now();
         let text = hitori::generate(12, seed).unwrap();
-        println!(
-            "hitori 12x12 seed {seed} generated in {:?}:\n{text}",
-            t.elapsed()
-        );
-        bench_one("hitori 12x12", &*hitori::encode_text(&text, false).unwrap());
+        let generated = t.elapsed();
+        if seed == 1 {
+            println!("{text}");
+        }
+        let encoded = hitori::encode_text(&text, false).unwrap();
+        bench_one("hitori 12x12", seed, generated, &*encoded);
     }
 }
 
 #[test]
 #[ignore]
 fn bench_slitherlink() {
-    for seed in 1..=3 {
+    for seed in 1..=5 {
         let t = Instant::now();
         let text = slitherlink::generate(10, 10, seed).unwrap();
-        println!(
-            "slitherlink 10x10 seed {seed} generated in {:?}:\n{text}",
-            t.elapsed()
-        );
-        bench_one(
-            "slitherlink 10x10",
-            &*slitherlink::encode_text(&text, false).unwrap(),
-        );
+        let generated = t.elapsed();
+        if seed == 1 {
+            println!("{text}");
+        }
+        let encoded = slitherlink::encode_text(&text, false).unwrap();
+        bench_one("slitherlink 10x10", seed, generated, &*encoded);
     }
 }
 
 #[test]
 #[ignore]
 fn bench_hidato() {
-    for seed in 1..=3 {
+    for seed in 1..=5 {
         let t = Instant::now();
-        let text = hidato::generate(9, 9, 24, seed).unwrap();
-        println!(
-            "hidato 9x9 seed {seed} generated in {:?}:\n{text}",
-            t.elapsed()
-        );
-        bench_one("hidato 9x9", &*hidato::encode_text(&text).unwrap());
-    }
-}
-
-#[test]
-#[ignore]
-fn zz_profile_slitherlink() {
-    let text = ".01.3.1.1.\n.........1\n...1...0.1\n...2...1..\n....0..001\n.12.......\n...01.....\n.0.3..3..1\n0......00.\n....1..21.\n";
-    let e = slitherlink::encode_text(text, false).unwrap();
-    let t = Instant::now();
-    let found = puzzles::solve(&*e, Some(2), 1);
-    println!("{} {:?} {}", found.count, t.elapsed(), found.stats.nodes);
-}
-
-#[test]
-#[ignore]
-fn zz_hidato_orders() {
-    for keep in [24, 0] {
-        let mut total = (0u64, 0f64);
-        let mut worst = 0u64;
-        for seed in 1..=10 {
-            let text = hidato::generate(9, 9, keep, seed).unwrap();
-            let givens = text.split_whitespace().filter(|t| *t != ".").count();
-            let e = hidato::encode_text(&text).unwrap();
-            let t = Instant::now();
-            let found = puzzles::solve(&*e, Some(2), 1);
-            let el = t.elapsed().as_secs_f64() * 1e3;
-            total.0 += found.stats.nodes;
-            total.1 += el;
-            worst = worst.max(found.stats.nodes);
-            print!("[{givens}g {} {:.1}ms] ", found.stats.nodes, el);
+        let text = hidato::generate(9, 9, seed).unwrap();
+        let generated = t.elapsed();
+        if seed == 1 {
+            println!("{text}");
         }
-        println!(
-            "\nkeep {keep}: total nodes {} total ms {:.1} worst {worst}",
-            total.0, total.1
-        );
+        let encoded = hidato::encode_text(&text).unwrap();
+        bench_one("hidato 9x9", seed, generated, &*encoded);
     }
 }

@@ -41,6 +41,13 @@
 //! a candidate; and the options are determined by the solution. So XCC
 //! solutions and hidato solutions correspond one to one.
 //!
+//! (The seed's answer instead makes an item `T{k,s,t}` for every `k` and
+//! every pair of neighbours `s`, `t`, to be covered exactly once; but a
+//! solution uses one pair per `k`, so all the other `T` items stay
+//! uncovered and that problem has no solution at all. Colours say "the
+//! option of `k` and the option of `k + 1` agree on where `k + 1` is",
+//! which is what the transition needs.)
+//!
 //! Candidates. A cell `x` is a candidate for `k` when it is not a given of
 //! another number and, for every given `g` in cell `z`, the king distance
 //! from `z` to `x` *through board cells* is at most `|k - g|`. That is
@@ -52,7 +59,33 @@
 //! Choosing "`k` at `x`" fixes `p{k+1}`'s colour, which purifies away every
 //! option of `k + 1` not at `y` (and `k`'s predecessor likewise through
 //! `p{k}`), so the search grows the path from the givens with at most 8
-//! choices per step.
+//! choices per step. The cell items come before the number items: DLX2
+//! takes the first item of minimum length, and that tie-break gave about
+//! half the nodes on generated 9x9 puzzles.
+//!
+//! # Pruning
+//!
+//! The candidates use the givens only; the numbers placed during the search
+//! constrain the others just as much, which exact cover does not see.
+//! [`Encoded::accept_partial`] takes the known positions (the givens, and
+//! for each chosen option "`k` at `x` followed by `y`" both `k` and
+//! `k + 1`), the *free* cells (board cells with no known number) and the
+//! *runs* of unknown numbers between consecutive known numbers `a < b` (and
+//! before the first and after the last known number). In every solution
+//! the numbers of a run fill a king path of free cells, so they lie in one
+//! king-connected component of the free cells, next to the cells of `a`
+//! and `b`. It rejects when
+//!
+//! - for some run between known `a` and `b`, no king path of at most
+//!   `b - a - 1` free cells leads from `a`'s cell to a neighbour of `b`'s
+//!   cell (a depth-limited breadth-first search);
+//! - some run fits in no component (one next to both of its ends with at
+//!   least as many cells as the run);
+//! - some component has more cells than the runs that could lie in it can
+//!   fill (every free cell gets a number of some run).
+//!
+//! These are necessary conditions, so no solution is lost. On 9x9 puzzles
+//! they cut the search from up to 470,000 nodes to under 6,000.
 
 use super::hitori::grid_tokens;
 use super::{Encoded, PuzzleError};
@@ -230,8 +263,13 @@ pub fn check(puzzle: &Hidato, values: &[u32]) -> Result<(), String> {
 pub struct HidatoEncoding {
     pub puzzle: Hidato,
     problem: Problem,
-    /// For each option: its number and grid cell.
-    option_place: Vec<(u32, usize)>,
+    /// For each option: its number, its grid cell, and the cell of the
+    /// next number (`usize::MAX` for `N`).
+    option_place: Vec<(u32, usize, usize)>,
+    /// King neighbours (board cells) of every grid cell.
+    neighbours: Vec<Vec<usize>>,
+    /// Position of every given number (`usize::MAX` if not given).
+    given_at: Vec<usize>,
 }
 
 impl HidatoEncoding {
@@ -280,21 +318,16 @@ impl HidatoEncoding {
         let cell_name = |i: usize| format!("x{}_{}", i / puzzle.cols, i % puzzle.cols);
         let built = "hidato items are declared once, with valid names";
         let mut b = ProblemBuilder::new();
-        let cells_first = std::env::var("HD_CF").is_ok();
-        if !cells_first {
-            for k in 1..=n {
-                b.primary(&format!("n{k}")).expect(built);
-            }
-        }
+        // Cell items first: DLX2 breaks ties of minimum length towards the
+        // first item, and cells first gave about half the nodes of numbers
+        // first on generated 9x9 puzzles.
         for x in 0..cells {
             if puzzle.cells[x] != Cell::Hole {
                 b.primary(&cell_name(x)).expect(built);
             }
         }
-        if cells_first {
-            for k in 1..=n {
-                b.primary(&format!("n{k}")).expect(built);
-            }
+        for k in 1..=n {
+            b.primary(&format!("n{k}")).expect(built);
         }
         for k in 2..=n {
             b.secondary(&format!("p{k}")).expect(built);
@@ -308,7 +341,7 @@ impl HidatoEncoding {
                     let mut tokens: Vec<&str> = head.iter().map(String::as_str).collect();
                     tokens.extend(own.as_deref());
                     b.option_str(&tokens).expect(built);
-                    option_place.push((k as u32, x));
+                    option_place.push((k as u32, x, usize::MAX));
                     continue;
                 }
                 for &y in neighbours[x].iter().filter(|&&y| candidate[k + 1][y]) {
@@ -317,14 +350,22 @@ impl HidatoEncoding {
                     tokens.extend(own.as_deref());
                     tokens.push(&next);
                     b.option_str(&tokens).expect(built);
-                    option_place.push((k as u32, x));
+                    option_place.push((k as u32, x, y));
                 }
+            }
+        }
+        let mut given_at = vec![usize::MAX; n + 1];
+        for (x, cell) in puzzle.cells.iter().enumerate() {
+            if let Cell::Given(g) = *cell {
+                given_at[g as usize] = x;
             }
         }
         HidatoEncoding {
             puzzle,
             problem: b.build().expect(built),
             option_place,
+            neighbours,
+            given_at,
         }
     }
 
@@ -332,10 +373,121 @@ impl HidatoEncoding {
     pub fn values(&self, options: &[usize]) -> Vec<u32> {
         let mut values = vec![0; self.puzzle.cells.len()];
         for &o in options {
-            let (k, x) = self.option_place[o];
+            let (k, x, _) = self.option_place[o];
             values[x] = k;
         }
         values
+    }
+
+    /// The pruning tests of the module documentation.
+    fn may_complete(&self, options: &[usize]) -> bool {
+        let n = self.given_at.len() - 1;
+        let cells = self.puzzle.cells.len();
+        let mut pos = self.given_at.clone();
+        for &o in options {
+            let (k, x, y) = self.option_place[o];
+            pos[k as usize] = x;
+            if y != usize::MAX {
+                pos[k as usize + 1] = y;
+            }
+        }
+        let mut free: Vec<bool> = self.puzzle.cells.iter().map(|c| *c != Cell::Hole).collect();
+        for &x in pos.iter().skip(1) {
+            if x != usize::MAX {
+                free[x] = false;
+            }
+        }
+        // Components of the free cells (king moves).
+        const NONE: usize = usize::MAX;
+        let mut component = vec![NONE; cells];
+        let mut size: Vec<usize> = Vec::new();
+        let mut stack = Vec::new();
+        for s in 0..cells {
+            if !free[s] || component[s] != NONE {
+                continue;
+            }
+            let id = size.len();
+            size.push(0);
+            component[s] = id;
+            stack.push(s);
+            while let Some(x) = stack.pop() {
+                size[id] += 1;
+                for &y in &self.neighbours[x] {
+                    if free[y] && component[y] == NONE {
+                        component[y] = id;
+                        stack.push(y);
+                    }
+                }
+            }
+        }
+        if size.is_empty() {
+            return true;
+        }
+        // The runs of unknown numbers: (cell before, cell after, length);
+        // NONE for the ends of the path.
+        let mut runs = Vec::new();
+        let mut last = 0; // last known number (0: none yet)
+        for k in 1..=n + 1 {
+            if k <= n && pos[k] == NONE {
+                continue;
+            }
+            if k > last + 1 {
+                let before = if last == 0 { NONE } else { pos[last] };
+                let after = if k > n { NONE } else { pos[k] };
+                runs.push((before, after, k - last - 1));
+            }
+            last = k;
+        }
+        let mut capacity = vec![0; size.len()];
+        let mut seen = vec![usize::MAX; cells];
+        let mut marks = Vec::new();
+        for (r, &(before, after, length)) in runs.iter().enumerate() {
+            // Components next to both ends (to one end for the ends of the
+            // path; to any cell when no number is known).
+            let touching = |c: usize, end: usize| {
+                end == NONE
+                    || self.neighbours[end]
+                        .iter()
+                        .any(|&y| free[y] && component[y] == c)
+            };
+            let mut fits = false;
+            for c in 0..size.len() {
+                if touching(c, before) && touching(c, after) {
+                    capacity[c] += length;
+                    fits |= size[c] >= length;
+                }
+            }
+            if !fits {
+                return false;
+            }
+            // Distance: `after` within `length + 1` king moves of `before`
+            // through free cells.
+            if before != NONE && after != NONE {
+                marks.clear();
+                marks.push(before);
+                seen[before] = r;
+                let mut reached = false;
+                'bfs: for _ in 0..length {
+                    let frontier = std::mem::take(&mut marks);
+                    for x in frontier {
+                        for &y in &self.neighbours[x] {
+                            if free[y] && seen[y] != r {
+                                if self.neighbours[y].contains(&after) {
+                                    reached = true;
+                                    break 'bfs;
+                                }
+                                seen[y] = r;
+                                marks.push(y);
+                            }
+                        }
+                    }
+                }
+                if !reached {
+                    return false;
+                }
+            }
+        }
+        capacity.iter().zip(&size).all(|(c, s)| c >= s)
     }
 }
 
@@ -345,6 +497,12 @@ impl Encoded for HidatoEncoding {
     }
     fn decode(&self, options: &[usize]) -> String {
         self.puzzle.format(&self.values(options))
+    }
+    fn accept_partial(&self, options: &[usize]) -> bool {
+        self.may_complete(options)
+    }
+    fn prunes(&self) -> bool {
+        true
     }
 }
 
@@ -415,9 +573,9 @@ fn random_king_path(rows: usize, cols: usize, rng: &mut super::hitori::Rng) -> V
 /// Generates a `rows x cols` hidato puzzle (no holes) with exactly one
 /// solution, deterministically from `seed`: a random Hamiltonian king path
 /// with every number given, then givens removed in random order, each
-/// removal kept only if the solver still proves the solution unique, until
-/// `keep` givens remain (or no more can go).
-pub fn generate(rows: usize, cols: usize, keep: usize, seed: u64) -> Result<String, PuzzleError> {
+/// removal kept only if the solver still proves the solution unique (so no
+/// single given can be removed from the result).
+pub fn generate(rows: usize, cols: usize, seed: u64) -> Result<String, PuzzleError> {
     if rows == 0 || cols == 0 || rows > MAX_GENERATE || cols > MAX_GENERATE {
         return Err(PuzzleError::new(
             0,
@@ -434,16 +592,10 @@ pub fn generate(rows: usize, cols: usize, keep: usize, seed: u64) -> Result<Stri
     };
     let mut order: Vec<usize> = (0..rows * cols).collect();
     rng.shuffle(&mut order);
-    let mut givens = rows * cols;
     for cell in order {
-        if givens <= keep {
-            break;
-        }
         let given = std::mem::replace(&mut puzzle.cells[cell], Cell::Blank);
         let found = super::solve(&HidatoEncoding::new(puzzle.clone()), Some(2), 0);
-        if found.count == 1 && found.complete {
-            givens -= 1;
-        } else {
+        if !(found.count == 1 && found.complete) {
             puzzle.cells[cell] = given;
         }
     }

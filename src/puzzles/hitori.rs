@@ -463,10 +463,12 @@ pub const MAX_GENERATE: usize = 30;
 /// a random set of cells is blackened keeping rules 2 and 3, and each black
 /// cell gets the number of a white cell of its row or column (so the
 /// intended colouring stays a solution and no black cell is a seed). While
-/// the solver finds a second solution, the number of a cell that is black
-/// in ours but white in the other is replaced by the number of a cell white
-/// in both, in the same line, which kills that other solution; after a few
-/// repairs without success, a new square is drawn.
+/// the solver finds a second solution, it is killed: if a cell is black in
+/// ours but white in the other, its number becomes that of a cell white in
+/// both, in the same line; otherwise the other solution blackens a cell `w`
+/// white in ours (hitori allows any extra black cell that breaks no rule),
+/// and the black duplicates of `w` get other numbers, making `w` a seed.
+/// After a few repairs without success, a new square is drawn.
 pub fn generate(size: usize, seed: u64) -> Result<String, PuzzleError> {
     if size == 0 || size > MAX_GENERATE {
         return Err(PuzzleError::new(
@@ -564,11 +566,35 @@ pub fn generate(size: usize, seed: u64) -> Result<String, PuzzleError> {
                     }
                 }
             }
-            if fixes.is_empty() {
+            if !fixes.is_empty() {
+                let (i, j) = fixes[rng.below(fixes.len())];
+                numbers[i] = numbers[j];
+                continue;
+            }
+            // Otherwise the other solution blackens a cell `w` white in ours
+            // whose duplicates are all black in ours: give those duplicates
+            // other numbers, which makes `w` a seed (always white).
+            let extra: Vec<usize> = (0..n * n).filter(|&i| !black[i] && other[i]).collect();
+            if extra.is_empty() {
                 break;
             }
-            let (i, j) = fixes[rng.below(fixes.len())];
-            numbers[i] = numbers[j];
+            let w = extra[rng.below(extra.len())];
+            let (r, c) = (w / n, w % n);
+            let twins: Vec<usize> = (0..n)
+                .map(|k| r * n + k)
+                .chain((0..n).map(|k| k * n + c))
+                .filter(|&i| i != w && numbers[i] == numbers[w])
+                .collect();
+            for b in twins {
+                let choices: Vec<usize> = line_whites(&black, b)
+                    .into_iter()
+                    .filter(|&j| numbers[j] != numbers[w])
+                    .collect();
+                if choices.is_empty() {
+                    break;
+                }
+                numbers[b] = numbers[choices[rng.below(choices.len())]];
+            }
         }
     }
     Err(PuzzleError::new(
