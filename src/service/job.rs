@@ -264,6 +264,15 @@ impl Job {
         }
     }
 
+    /// Adds solutions counted locally by a worker (jobs without a limit
+    /// need no claim per solution, which would make the workers fight over
+    /// one cache line).
+    pub fn add_solutions(&self, n: u64) {
+        if n > 0 {
+            self.solutions.fetch_add(n, Ordering::SeqCst);
+        }
+    }
+
     pub fn solutions(&self) -> u64 {
         self.solutions.load(Ordering::SeqCst)
     }

@@ -463,9 +463,11 @@ fn worker(shared: Arc<Shared>, index: usize) {
             started: Instant::now(),
             given: 0.0,
             options: Vec::new(),
+            unclaimed: 0,
         };
         let result = solver.run(&task, &config, &mut visitor);
         let given = visitor.given;
+        job.add_solutions(std::mem::take(&mut visitor.unclaimed));
         visitor.deliver_pending();
         let mut state = shared.state.lock().unwrap();
         let slot = &shared.slots[index];
@@ -519,6 +521,8 @@ struct TaskVisitor<'a> {
     given: f64,
     /// Scratch space for option indices.
     options: Vec<usize>,
+    /// Solutions of a job without a limit not yet added to its count.
+    unclaimed: u64,
 }
 
 impl TaskVisitor<'_> {
@@ -563,7 +567,9 @@ impl TaskVisitor<'_> {
 
 impl Visitor for TaskVisitor<'_> {
     fn solution(&mut self, solution: &SolutionView<'_>) -> Flow {
-        if !self.job.claim_solution() {
+        if self.job.spec.limit.is_none() {
+            self.unclaimed += 1;
+        } else if !self.job.claim_solution() {
             return Flow::Stop;
         }
         match self.job.spec.delivery {
@@ -591,6 +597,7 @@ impl Visitor for TaskVisitor<'_> {
         self.slot
             .nodes
             .store(progress.stats.nodes, Ordering::SeqCst);
+        self.job.add_solutions(std::mem::take(&mut self.unclaimed));
         if self.job.is_stopping() {
             return Request::Stop;
         }
