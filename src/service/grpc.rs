@@ -64,10 +64,7 @@ impl SolverApi {
     }
 
     fn submit(&self, problem: Arc<Problem>, spec: JobSpec) -> Result<Arc<Job>, Status> {
-        self.pool.submit(problem, spec).map_err(|e| match e {
-            SubmitError::TooManyJobs(_) => Status::resource_exhausted(e.to_string()),
-            SubmitError::ShuttingDown => Status::unavailable(e.to_string()),
-        })
+        self.pool.submit(problem, spec).map_err(refused)
     }
 
     fn job_message(&self, job: &Job) -> pb::Job {
@@ -106,9 +103,9 @@ fn nonzero(n: u64) -> Option<u64> {
 }
 
 /// Cancels a job if the call that owns it is dropped before it ends.
-struct CancelOnDrop {
-    pool: Arc<Pool>,
-    job: Arc<Job>,
+pub(super) struct CancelOnDrop {
+    pub(super) pool: Arc<Pool>,
+    pub(super) job: Arc<Job>,
 }
 
 impl Drop for CancelOnDrop {
@@ -119,7 +116,16 @@ impl Drop for CancelOnDrop {
     }
 }
 
-type EventStream<T> = Pin<Box<dyn tokio_stream::Stream<Item = Result<T, Status>> + Send>>;
+pub(super) type EventStream<T> =
+    Pin<Box<dyn tokio_stream::Stream<Item = Result<T, Status>> + Send>>;
+
+/// The status for a job the pool refused.
+pub(super) fn refused(e: SubmitError) -> Status {
+    match e {
+        SubmitError::TooManyJobs(_) => Status::resource_exhausted(e.to_string()),
+        SubmitError::ShuttingDown => Status::unavailable(e.to_string()),
+    }
+}
 
 #[tonic::async_trait]
 impl SolverService for SolverApi {

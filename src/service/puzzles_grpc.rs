@@ -11,8 +11,9 @@ use tonic::{Request, Response, Status};
 use tracing::Instrument;
 
 use super::convert;
+use super::grpc::{refused, CancelOnDrop, EventStream};
 use super::job::{Delivery, EndReason, Event, Job, JobSpec, SideCondition};
-use super::pool::{Pool, SubmitError};
+use super::pool::Pool;
 use super::proto as pb;
 use super::proto::puzzle_service_server::PuzzleService;
 use crate::puzzles::futoshiki::FutoshikiEncoding;
@@ -48,10 +49,7 @@ impl PuzzleApi {
                     condition: Some(Arc::new(Condition(encoded.clone()))),
                 },
             )
-            .map_err(|e| match e {
-                SubmitError::TooManyJobs(_) => Status::resource_exhausted(e.to_string()),
-                SubmitError::ShuttingDown => Status::unavailable(e.to_string()),
-            })
+            .map_err(refused)
     }
 
     /// Runs a job that keeps its solutions, to its end or the deadline.
@@ -68,7 +66,10 @@ impl PuzzleApi {
                 keep: limit as usize,
             },
         )?;
-        let guard = CancelOnDrop(self.pool.clone(), job.clone());
+        let guard = CancelOnDrop {
+            pool: self.pool.clone(),
+            job: job.clone(),
+        };
         let summary = match deadline {
             Some(d) => match tokio::time::timeout_at(d, job.wait()).await {
                 Ok(s) => s,
@@ -96,16 +97,6 @@ impl SideCondition for Condition {
     }
     fn prunes(&self) -> bool {
         self.0.prunes()
-    }
-}
-
-struct CancelOnDrop(Arc<Pool>, Arc<Job>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if self.1.summary().is_none() {
-            self.0.cancel(&self.1, EndReason::Cancelled);
-        }
     }
 }
 
@@ -265,8 +256,6 @@ fn solution(encoded: &dyn Encoded, indices: &[u32]) -> pb::PuzzleSolution {
     }
 }
 
-type EventStream<T> = std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<T, Status>> + Send>>;
-
 #[tonic::async_trait]
 impl PuzzleService for PuzzleApi {
     async fn solve_puzzle(
@@ -323,7 +312,10 @@ impl PuzzleService for PuzzleApi {
         tokio::spawn(
             async move {
                 use pb::enumerate_puzzle_response::Event as E;
-                let _cancel = CancelOnDrop(pool.clone(), job.clone());
+                let _cancel = CancelOnDrop {
+                    pool: pool.clone(),
+                    job: job.clone(),
+                };
                 let wrap = |e| Ok(pb::EnumeratePuzzleResponse { event: Some(e) });
                 let deadline =
                     deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(1 << 32));
