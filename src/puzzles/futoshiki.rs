@@ -728,13 +728,7 @@ pub struct FutoshikiEncoded {
 impl FutoshikiEncoded {
     /// The grid of a solution (option indices).
     pub fn grid(&self, options: &[usize]) -> Vec<Vec<usize>> {
-        let n = self.puzzle.n;
-        let mut grid = vec![vec![0; n]; n];
-        for &o in options {
-            let (r, c, v) = self.placements[o];
-            grid[r][c] = v;
-        }
-        grid
+        crate::puzzles::grid_of(self.puzzle.n, &self.placements, options)
     }
 
     pub fn puzzle(&self) -> &Futoshiki {

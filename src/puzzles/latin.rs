@@ -270,12 +270,7 @@ pub struct LatinEncoded {
 impl LatinEncoded {
     /// The square of a solution (option indices).
     pub fn grid(&self, options: &[usize]) -> Vec<Vec<usize>> {
-        let mut grid = vec![vec![0; self.n]; self.n];
-        for &o in options {
-            let (r, c, v) = self.placements[o];
-            grid[r][c] = v;
-        }
-        grid
+        crate::puzzles::grid_of(self.n, &self.placements, options)
     }
 }
 

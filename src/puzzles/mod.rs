@@ -44,6 +44,22 @@ impl PuzzleError {
     }
 }
 
+/// The n x n grid of values that the chosen placement options write, for
+/// the grid puzzles whose options each place one value in one cell
+/// (`placements[option] = (row, column, value)`, 0-based row and column).
+pub fn grid_of(
+    n: usize,
+    placements: &[(usize, usize, usize)],
+    options: &[usize],
+) -> Vec<Vec<usize>> {
+    let mut grid = vec![vec![0; n]; n];
+    for &o in options {
+        let (r, c, v) = placements[o];
+        grid[r][c] = v;
+    }
+    grid
+}
+
 /// A puzzle encoded as an XCC problem, with what it takes to decode.
 pub trait Encoded: Send + Sync {
     /// The XCC problem whose solutions are the puzzle's (weak) solutions.

@@ -255,12 +255,7 @@ pub struct SudokuEncoded {
 impl SudokuEncoded {
     /// The grid of a solution (option indices).
     pub fn grid(&self, options: &[usize]) -> Vec<Vec<usize>> {
-        let mut grid = vec![vec![0; self.n]; self.n];
-        for &o in options {
-            let (r, c, v) = self.placements[o];
-            grid[r][c] = v;
-        }
-        grid
+        crate::puzzles::grid_of(self.n, &self.placements, options)
     }
 }
 

@@ -23,7 +23,7 @@ use super::links::{Links, ROOT};
 use super::problem::Problem;
 use super::task::{Decision, Task, ALL};
 
-/// Counters of one search, all machine-independent except none.
+/// Counters of one search, all machine-independent.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Stats {
     /// Search-tree nodes, each solution counted as a node (as Knuth does).
