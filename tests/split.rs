@@ -790,9 +790,7 @@ fn check_tasks(problem: &Problem) {
     for (path, before) in seen.iter().step_by(step) {
         let task = Task {
             path: path.clone(),
-            from: 0,
-            to: ALL,
-            weight: 1.0,
+            ..Task::root()
         };
         let (sols, _) = unsplit(solver, &task);
         // A subtree is a contiguous part of the depth-first order, starting
@@ -1540,4 +1538,214 @@ fn policy_none_never_splits() {
     assert!(close(r.done_weight, 1.0));
     // Every node of 6-queens was polled: the root's degree is known.
     assert_eq!(degrees.0.get(&Vec::new()), Some(&6));
+}
+
+// ----- Lost runs: re-running a task with its cuts and a skip count -----
+
+/// One entry of a simulated coordinator's queue: a task, the solutions of
+/// its (deterministic) sequence already delivered, and how often it ran.
+struct Record {
+    task: Task,
+    delivered: usize,
+    attempts: u32,
+}
+
+/// A run that gives work away, checkpoints, or dies at random polls, as a
+/// remote worker may. It follows the rules the coordinator relies on: the
+/// first `skip` solutions are dropped (already delivered), and no work is
+/// given away or checkpointed before they have been seen again.
+struct Flaky<'a> {
+    rng: &'a mut Rng,
+    skip: usize,
+    seen: usize,
+    delivered: &'a mut Vec<Sol>,
+    given: Vec<Task>,
+    die: f64,
+    give: f64,
+    checkpoint: f64,
+    died: bool,
+}
+
+impl Visitor for Flaky<'_> {
+    fn solution(&mut self, s: &SolutionView<'_>) -> Flow {
+        if self.seen >= self.skip {
+            self.delivered.push(s.options());
+        }
+        self.seen += 1;
+        Flow::Continue
+    }
+
+    fn poll(&mut self, _: &ProgressView<'_>) -> Request {
+        let x = self.rng.unit();
+        if x < self.die {
+            self.died = true;
+            return Request::Stop;
+        }
+        if self.seen < self.skip {
+            return Request::Continue;
+        }
+        if x < self.die + self.give {
+            Request::GiveAway
+        } else if x < self.die + self.give + self.checkpoint {
+            Request::Checkpoint
+        } else {
+            Request::Continue
+        }
+    }
+
+    fn given_away(&mut self, task: Task) {
+        self.given.push(task);
+    }
+}
+
+/// Runs a whole search as a coordinator would with workers that die: a
+/// lost run's task goes back to the queue with the cuts of what it gave
+/// away and the count of solutions already delivered. Returns the
+/// delivered solutions and the number of lost runs.
+fn run_with_losses(problem: &Problem, seed: u64, die: f64, give: f64, ck: f64) -> (Vec<Sol>, u32) {
+    let mut rng = Rng::new(seed);
+    let mut solver = Solver::new(problem);
+    let mut queue = VecDeque::from([Record {
+        task: Task::root(),
+        delivered: 0,
+        attempts: 0,
+    }]);
+    let mut delivered = Vec::new();
+    let mut lost = 0;
+    while let Some(mut record) = queue.pop_front() {
+        let before = delivered.len();
+        let config = RunConfig {
+            poll_interval: 1 + rng.below(8) as u64,
+            ..RunConfig::default()
+        };
+        // Dying gets rarer with every attempt, so the search ends.
+        let mut visitor = Flaky {
+            rng: &mut rng,
+            skip: record.delivered,
+            seen: 0,
+            delivered: &mut delivered,
+            given: Vec::new(),
+            die: die / f64::from(1 + record.attempts * record.attempts),
+            give,
+            checkpoint: ck,
+            died: false,
+        };
+        let outcome = solver
+            .run(&record.task, &config, &mut visitor)
+            .unwrap_or_else(|e| panic!("task {:?} rejected: {e}", record.task));
+        let (died, given) = (visitor.died, std::mem::take(&mut visitor.given));
+        for task in &given {
+            assert!(task.weight > 0.0);
+            record.task.cuts.push(xccd::xcc::Cut::of_given(task));
+        }
+        queue.extend(given.into_iter().map(|task| Record {
+            task,
+            delivered: 0,
+            attempts: 0,
+        }));
+        record.delivered += delivered.len() - before;
+        if died {
+            lost += 1;
+            assert_eq!(outcome.status, Status::Stopped);
+            record.attempts += 1;
+            // Put it anywhere: tasks may run again in any order.
+            let at = rng.below(queue.len() + 1);
+            queue.insert(at, record);
+            continue;
+        }
+        match outcome.status {
+            Status::Exhausted => {}
+            Status::Checkpointed => {
+                queue.extend(outcome.remaining.into_iter().map(|task| Record {
+                    task,
+                    delivered: 0,
+                    attempts: 0,
+                }));
+            }
+            other => panic!("unexpected status {other:?}"),
+        }
+    }
+    (delivered, lost)
+}
+
+#[test]
+fn lost_runs_resumed_with_cuts_and_skips_deliver_each_solution_once() {
+    let start = Instant::now();
+    for (name, problem, count) in named_instances() {
+        let (all, _) = unsplit(&mut Solver::new(&problem), &Task::root());
+        let mut lost_total = 0;
+        for (seed, (die, give, ck)) in [
+            (0.05, 0.2, 0.0),
+            (0.02, 0.3, 0.02),
+            (0.2, 0.5, 0.0),
+            (0.1, 0.1, 0.05),
+            (0.3, 0.8, 0.01),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let (delivered, lost) = run_with_losses(&problem, seed as u64 + 17, die, give, ck);
+            assert_eq!(delivered.len(), count, "{name} seed {seed}: count");
+            assert_eq!(
+                sorted(delivered),
+                sorted(all.clone()),
+                "{name} seed {seed}: solution multiset"
+            );
+            lost_total += lost;
+        }
+        assert!(
+            lost_total > 0,
+            "{name}: no run was lost, the test tests nothing"
+        );
+        eprintln!("{name}: {lost_total} lost runs");
+    }
+    eprintln!("lost runs: {:?}", start.elapsed());
+}
+
+#[test]
+fn a_cut_task_skips_exactly_what_it_gave_away() {
+    // Give away once at a deep node, then run the task again with the cut:
+    // its solutions and the given task's are the whole tree, disjoint.
+    let problem = queens(8);
+    let (all, _) = unsplit(&mut Solver::new(&problem), &Task::root());
+    struct GiveOnce {
+        polls: u32,
+        given: Option<Task>,
+    }
+    impl Visitor for GiveOnce {
+        fn poll(&mut self, _: &ProgressView<'_>) -> Request {
+            self.polls += 1;
+            if self.polls == 50 && self.given.is_none() {
+                Request::GiveAway
+            } else {
+                Request::Continue
+            }
+        }
+        fn given_away(&mut self, t: Task) {
+            self.given = Some(t);
+        }
+    }
+    let mut solver = Solver::new(&problem);
+    let mut v = GiveOnce {
+        polls: 0,
+        given: None,
+    };
+    let config = RunConfig {
+        poll_interval: 1,
+        ..RunConfig::default()
+    };
+    solver.run(&Task::root(), &config, &mut v).unwrap();
+    let given = v.given.expect("gave away");
+    let cut = Task {
+        cuts: vec![xccd::xcc::Cut::of_given(&given)],
+        ..Task::root()
+    };
+    let (mine, _) = unsplit(&mut solver, &cut);
+    let (theirs, _) = unsplit(&mut solver, &given);
+    assert!(!mine.is_empty() && !theirs.is_empty());
+    assert!(mine.len() < all.len());
+    assert_eq!(sorted([mine.clone(), theirs].concat()), sorted(all.clone()));
+    // The cut task's solutions keep the unsplit order.
+    let order: Vec<&Sol> = all.iter().filter(|s| mine.contains(s)).collect();
+    assert_eq!(order, mine.iter().collect::<Vec<_>>());
 }

@@ -11,4 +11,4 @@ pub use search::{
     Collect, CountOnly, Flow, Outcome, ProgressView, Request, RunConfig, SolutionView, Solver,
     Stats, Status, TaskError, Visitor,
 };
-pub use task::{Decision, Task, ALL};
+pub use task::{Cut, Decision, Task, ALL};

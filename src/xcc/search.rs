@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use super::links::{Links, ROOT};
 use super::problem::Problem;
-use super::task::{Decision, Task, ALL};
+use super::task::{Cut, Decision, Task, ALL};
 
 /// Counters of one search, all machine-independent.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -267,6 +267,8 @@ pub struct Solver {
     task_weight: f64,
     given_weight: f64,
     countdown: u64,
+    /// The running task's cuts (see [`Task::cuts`]).
+    cuts: Vec<Cut>,
 }
 
 enum Step {
@@ -311,6 +313,7 @@ impl Solver {
             task_weight: 1.0,
             given_weight: 0.0,
             countdown: 0,
+            cuts: Vec::new(),
         }
     }
 
@@ -338,6 +341,7 @@ impl Solver {
         self.task_weight = task.weight;
         self.given_weight = 0.0;
         self.countdown = config.poll_interval.max(1);
+        self.cuts.clone_from(&task.cuts);
         if config.max_solutions == Some(0) {
             return Ok(Outcome {
                 status: Status::SolutionLimit,
@@ -378,6 +382,11 @@ impl Solver {
         } else {
             (0, degree)
         };
+        let hi = if self.cuts.is_empty() || level < self.base {
+            hi
+        } else {
+            self.cut_end(level, hi)
+        };
         self.lo[level] = lo;
         self.hi[level] = hi;
         self.pos[level] = lo;
@@ -391,6 +400,25 @@ impl Solver {
         } else if level > self.base {
             self.unit[level] = self.unit[level - 1] / f64::from(degree.max(1));
         }
+    }
+
+    /// The end of the range at the node on `level` now entered, after the
+    /// task's cuts.
+    #[cold]
+    fn cut_end(&self, level: usize, hi: Decision) -> Decision {
+        self.cuts
+            .iter()
+            .filter(|cut| cut.path.len() == level && cut.path[..] == self.pos[..level])
+            .fold(hi, |hi, cut| hi.min(cut.end))
+    }
+
+    /// The cuts of the running task that lie inside a task made from it.
+    fn cuts_within(&self, path: &[Decision], from: Decision, to: Decision) -> Vec<Cut> {
+        self.cuts
+            .iter()
+            .filter(|cut| cut.within(path, from, to))
+            .cloned()
+            .collect()
     }
 
     /// Counts a node at `level` and, every `poll_interval` nodes, consults
@@ -487,11 +515,14 @@ impl Solver {
                 let weight = self.unit[l] * f64::from(hi - mid);
                 self.hi[l] = mid;
                 self.given_weight += weight;
+                let path = self.pos[..l].to_vec();
+                let cuts = self.cuts_within(&path, mid, hi);
                 return Some(Task {
-                    path: self.pos[..l].to_vec(),
+                    path,
                     from: mid,
                     to: hi,
                     weight,
+                    cuts,
                 });
             }
         }
@@ -504,8 +535,10 @@ impl Solver {
         if level <= self.base {
             return vec![task.clone()];
         }
+        let path = self.pos[..level].to_vec();
         let mut tasks = vec![Task {
-            path: self.pos[..level].to_vec(),
+            cuts: self.cuts_within(&path, 0, ALL),
+            path,
             from: 0,
             to: ALL,
             weight: self.unit[level - 1],
@@ -513,8 +546,10 @@ impl Solver {
         for l in (self.base..level).rev() {
             let (pos, hi) = (self.pos[l], self.hi[l]);
             if hi > pos + 1 {
+                let path = self.pos[..l].to_vec();
                 tasks.push(Task {
-                    path: self.pos[..l].to_vec(),
+                    cuts: self.cuts_within(&path, pos + 1, hi),
+                    path,
                     from: pos + 1,
                     to: hi,
                     weight: self.unit[l] * f64::from(hi - pos - 1),

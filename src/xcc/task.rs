@@ -39,6 +39,41 @@ pub struct Task {
     /// alternatives. The weights of the tasks a search is cut into sum to the
     /// weight of the original task.
     pub weight: f64,
+    /// Parts of this subtree given away while it was run before: each cut
+    /// ends the range of alternatives at one node below the task's path.
+    /// A task is only run again (with cuts) after a worker was lost; the
+    /// cuts then keep it from repeating work that now belongs to the tasks
+    /// it gave away. Empty on every task a fresh search makes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cuts: Vec<Cut>,
+}
+
+/// The end of a range of alternatives at one node: at the node reached by
+/// `path`, the alternatives from `end` on are not part of the task.
+///
+/// A give-away always takes the upper part of a node's untried range, so the
+/// given-away task `[from, to)` at `path` is recorded as the cut
+/// `(path, from)` on the task that gave it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cut {
+    pub path: Vec<Decision>,
+    pub end: Decision,
+}
+
+impl Cut {
+    /// The cut a give-away of `given` leaves on the task that gave it.
+    pub fn of_given(given: &Task) -> Cut {
+        Cut {
+            path: given.path.clone(),
+            end: given.from,
+        }
+    }
+
+    /// Whether this cut lies inside the subtrees `[from, to)` below `path`.
+    pub fn within(&self, path: &[Decision], from: Decision, to: Decision) -> bool {
+        self.path.starts_with(path)
+            && (self.path.len() == path.len() || (from..to).contains(&self.path[path.len()]))
+    }
 }
 
 impl Task {
@@ -49,6 +84,7 @@ impl Task {
             from: 0,
             to: ALL,
             weight: 1.0,
+            cuts: Vec::new(),
         }
     }
 
