@@ -5,7 +5,11 @@
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let files = ["proto/xccd/v1/solver.proto", "proto/xccd/v1/puzzles.proto"];
+    let files = [
+        "proto/xccd/v1/solver.proto",
+        "proto/xccd/v1/puzzles.proto",
+        "proto/xccd/cluster/v1/worker.proto",
+    ];
     println!("cargo:rerun-if-changed=proto");
     let descriptors = protox::compile(files, ["proto"])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);

@@ -17,6 +17,7 @@ async fn server() -> (
         pool: PoolConfig {
             threads: 2,
             max_jobs: 16,
+            ..PoolConfig::default()
         },
         ..ServeConfig::default()
     })

@@ -199,6 +199,7 @@ fn config(max_jobs: usize) -> ServeConfig {
         pool: PoolConfig {
             threads: 2,
             max_jobs,
+            ..PoolConfig::default()
         },
         metrics_listen: None,
         ..Default::default()
@@ -569,7 +570,7 @@ async fn check_job(
     drain(&mut watch, STREAM, &mut ev, watch_event)
         .await
         .unwrap_or_else(|e| panic!("{name}: WatchJob stream: {e:?}"));
-    let summary = *ev.summary();
+    let summary = ev.summary().clone();
     assert_eq!(summary.solutions, expected, "{name}: job summary count");
     assert!(summary.exhausted, "{name}: job exhausted");
     let fractions: Vec<f64> = ev.progress.iter().map(|p| p.fraction_done).collect();
@@ -1321,7 +1322,7 @@ async fn slow_reader_backpressure() {
         .await
         .expect("the stream ends well");
     let rss_end = rss_kib();
-    let summary = *ev.summary();
+    let summary = ev.summary().clone();
     assert_eq!(summary.solutions, expected);
     assert!(summary.exhausted);
     assert_eq!(ev.solutions.len() as u64, expected, "solutions received");

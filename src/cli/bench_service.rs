@@ -27,6 +27,7 @@ fn pool_count(problem: &Arc<Problem>, threads: usize) -> Result<(u64, f64, u64),
     let pool = Pool::new(PoolConfig {
         threads,
         max_jobs: 1,
+        ..PoolConfig::default()
     });
     let start = Instant::now();
     let job = pool
@@ -111,6 +112,7 @@ fn local_server_config(threads: usize) -> ServeConfig {
         pool: PoolConfig {
             threads,
             max_jobs: 64,
+            ..PoolConfig::default()
         },
         ..ServeConfig::default()
     }

@@ -10,6 +10,7 @@ mod progress;
 mod puzzle;
 mod serve;
 mod solve;
+mod worker;
 
 use std::process::ExitCode;
 
@@ -37,6 +38,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Puzzles as XCC problems: solve, encode, check, generate.
     Puzzle(puzzle::PuzzleArgs),
+    /// Run tasks for a coordinator (`xccd serve`), as a remote worker.
+    Worker(worker::WorkerArgs),
 }
 
 /// An error that ends the command, with the exit code it deserves.
@@ -54,6 +57,7 @@ pub fn main() -> ExitCode {
         Command::Solve(args) => solve::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Worker(args) => worker::run(args),
         // `check` exits 1 for an invalid puzzle without being an error.
         Command::Puzzle(args) => match puzzle::run(args) {
             Ok(code) => return code,

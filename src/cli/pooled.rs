@@ -32,6 +32,7 @@ pub fn run_local(args: &SolveArgs, problem: Problem, threads: usize) -> Result<(
     let pool = Pool::new(PoolConfig {
         threads,
         max_jobs: 1,
+        ..PoolConfig::default()
     });
     let start = Instant::now();
     let job = pool

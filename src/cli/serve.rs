@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use xccd::service::cluster::ClusterConfig;
 use xccd::service::grpc::ApiConfig;
 use xccd::service::server::{serve_until_signal, ServeConfig};
 use xccd::service::PoolConfig;
@@ -15,9 +16,20 @@ pub struct ServeArgs {
     /// Address to listen on for gRPC.
     #[arg(long, env = "XCCD_LISTEN", default_value = "127.0.0.1:50051")]
     pub listen: SocketAddr,
-    /// Worker threads (default: one per core).
+    /// Local worker threads (default: one per core); 0 makes a pure
+    /// coordinator whose work all goes to remote `xccd worker` processes.
     #[arg(long, env = "XCCD_THREADS")]
     pub threads: Option<usize>,
+    /// Seconds a remote worker may stay silent before it loses its leases
+    /// (and its tasks run elsewhere).
+    #[arg(long, env = "XCCD_LEASE_TIMEOUT", default_value_t = 5.0)]
+    pub lease_timeout: f64,
+    /// Seconds between a remote worker's heartbeats.
+    #[arg(long, env = "XCCD_HEARTBEAT_INTERVAL", default_value_t = 1.0)]
+    pub heartbeat_interval: f64,
+    /// A task lost with its worker this many times fails its job.
+    #[arg(long, env = "XCCD_MAX_ATTEMPTS", default_value_t = 3)]
+    pub max_attempts: u32,
     /// Address to serve Prometheus metrics on (`/metrics`).
     #[arg(long, env = "XCCD_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
@@ -60,12 +72,31 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         ..PoolConfig::default()
     };
     if let Some(threads) = args.threads {
-        if threads == 0 {
-            return Err(CliError::BadInput(
-                "--threads must be at least 1 (remote workers are not available yet)".into(),
-            ));
-        }
         pool.threads = threads;
+    }
+    if args.max_attempts == 0 {
+        return Err(CliError::BadInput(
+            "--max-attempts must be at least 1".into(),
+        ));
+    }
+    pool.max_attempts = args.max_attempts;
+    let seconds = |name: &str, value: f64| {
+        if value.is_finite() && (0.01..=3600.0).contains(&value) {
+            Ok(Duration::from_secs_f64(value))
+        } else {
+            Err(CliError::BadInput(format!(
+                "--{name} must be between 0.01 and 3600 seconds, not {value}"
+            )))
+        }
+    };
+    let cluster = ClusterConfig {
+        heartbeat_interval: seconds("heartbeat-interval", args.heartbeat_interval)?,
+        lease_timeout: seconds("lease-timeout", args.lease_timeout)?,
+    };
+    if cluster.lease_timeout < cluster.heartbeat_interval * 2 {
+        return Err(CliError::BadInput(
+            "--lease-timeout must be at least twice --heartbeat-interval".into(),
+        ));
     }
     let mut api = ApiConfig::default();
     api.limits.max_text_bytes = args.max_problem_bytes;
@@ -75,6 +106,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         api,
         job_retention: Duration::from_secs(args.job_retention),
         metrics_listen: args.metrics_listen,
+        cluster,
     };
     let runtime = tokio::runtime::Runtime::new()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;

@@ -213,6 +213,7 @@ pub fn end_reason(reason: EndReason) -> pb::EndReason {
         EndReason::Deadline => pb::EndReason::Deadline,
         EndReason::NodeLimit => pb::EndReason::NodeLimit,
         EndReason::Shutdown => pb::EndReason::Shutdown,
+        EndReason::Failed => pb::EndReason::Failed,
     }
 }
 
@@ -222,7 +223,19 @@ pub fn summary(s: &Summary) -> pb::Summary {
         statistics: Some(statistics(&s.stats, s.solutions, s.elapsed)),
         reason: end_reason(s.reason) as i32,
         exhausted: s.reason == EndReason::Complete,
+        error: s.error.clone().unwrap_or_default(),
     }
+}
+
+/// The status that ends a call whose job failed.
+pub fn failure(s: &Summary) -> Option<tonic::Status> {
+    (s.reason == EndReason::Failed).then(|| {
+        tonic::Status::aborted(
+            s.error
+                .clone()
+                .unwrap_or_else(|| "the search failed".to_string()),
+        )
+    })
 }
 
 pub fn progress(p: &Progress) -> pb::Progress {

@@ -124,6 +124,7 @@ pub(super) fn refused(e: SubmitError) -> Status {
     match e {
         SubmitError::TooManyJobs(_) => Status::resource_exhausted(e.to_string()),
         SubmitError::ShuttingDown => Status::unavailable(e.to_string()),
+        SubmitError::NeedsLocalThreads => Status::failed_precondition(e.to_string()),
     }
 }
 
@@ -183,6 +184,9 @@ impl SolverService for SolverApi {
         }
         .instrument(span)
         .await?;
+        if let Some(status) = convert::failure(&summary) {
+            return Err(status);
+        }
         let solutions = job
             .kept_from(0)
             .iter()
@@ -392,6 +396,9 @@ impl Pump {
                     Event::Done(summary) => {
                         let _ = send_until(&tx, Ok(wrap(E::Progress(convert::progress(&self.pool.progress(&self.job))))), deadline).await;
                         let _ = send_until(&tx, Ok(wrap(E::Summary(convert::summary(&summary)))), deadline).await;
+                        if let Some(status) = convert::failure(&summary) {
+                            let _ = send_until(&tx, Err(status), deadline).await;
+                        }
                         return;
                     }
                 },

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::xcc::{Problem, Stats};
+use crate::xcc::{Problem, Stats, Task};
 
 pub type JobId = u64;
 
@@ -21,6 +21,29 @@ pub enum EndReason {
     Deadline,
     NodeLimit,
     Shutdown,
+    /// A task could not be run (see [`Summary::error`]).
+    Failed,
+}
+
+/// A task as the scheduler queues it: the subtree, how many of its
+/// solutions were already delivered by an earlier run that was lost (a rerun
+/// must skip them, and must not split its work before it has), and how many
+/// times it was lost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Work {
+    pub task: Task,
+    pub skip: u64,
+    pub attempts: u32,
+}
+
+impl Work {
+    pub fn new(task: Task) -> Work {
+        Work {
+            task,
+            skip: 0,
+            attempts: 0,
+        }
+    }
 }
 
 /// A condition on solutions that exact cover cannot express (puzzles:
@@ -90,6 +113,8 @@ pub struct Summary {
     pub stats: Stats,
     pub reason: EndReason,
     pub elapsed: Duration,
+    /// Why the job failed (reason `Failed`).
+    pub error: Option<String>,
 }
 
 /// A snapshot of a job for progress reports.
@@ -155,6 +180,20 @@ impl Output {
         self.ready.notify_one();
     }
 
+    /// Pushes whatever the fill level, and marks the buffer stalled when it
+    /// is over capacity: for solutions that arrive from a remote worker,
+    /// which cannot be refused (they are already found), only stopped at
+    /// their source (see the coordinator).
+    pub fn push_over(&self, event: Event) {
+        let mut q = self.queue.lock().unwrap();
+        q.push_back(event);
+        if q.len() >= self.capacity {
+            self.stalled.store(true, Ordering::SeqCst);
+        }
+        drop(q);
+        self.ready.notify_one();
+    }
+
     /// Whether a worker should hold off: the buffer is full.
     pub fn is_full(&self) -> bool {
         self.queue.lock().unwrap().len() >= self.capacity
@@ -212,6 +251,8 @@ pub struct Job {
     stats: Mutex<Stats>,
     /// Set once: why the job stopped before exhausting its tree.
     stop_reason: Mutex<Option<EndReason>>,
+    /// Why it failed, if it did.
+    error: Mutex<Option<String>>,
     /// Set once the job has ended.
     summary: Mutex<Option<Summary>>,
     /// Largest progress fraction reported so far (bits of an f64), so that
@@ -223,6 +264,16 @@ pub struct Job {
     kept: Mutex<Vec<SolutionIndices>>,
     done_notify: tokio::sync::Notify,
     kept_notify: tokio::sync::Notify,
+    /// The problem as remote workers receive it (digest and DLX text),
+    /// made once, when a remote worker first needs it.
+    pub(crate) wire: std::sync::OnceLock<Arc<WireProblem>>,
+}
+
+/// A problem as the cluster protocol sends it.
+#[derive(Debug)]
+pub struct WireProblem {
+    pub digest: Vec<u8>,
+    pub dlx: String,
 }
 
 impl Job {
@@ -237,12 +288,14 @@ impl Job {
             solutions: AtomicU64::new(0),
             stats: Mutex::new(Stats::default()),
             stop_reason: Mutex::new(None),
+            error: Mutex::new(None),
             summary: Mutex::new(None),
             reported_fraction: AtomicU64::new(0f64.to_bits()),
             output,
             kept: Mutex::new(Vec::new()),
             done_notify: tokio::sync::Notify::new(),
             kept_notify: tokio::sync::Notify::new(),
+            wire: std::sync::OnceLock::new(),
         }
     }
 
@@ -283,6 +336,18 @@ impl Job {
         if r.is_none() {
             *r = Some(reason);
         }
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops the job because a task cannot be run; `error` tells the client
+    /// why (the first failure wins).
+    pub fn fail(&self, error: String) {
+        let mut r = self.stop_reason.lock().unwrap();
+        if r.is_none() {
+            *r = Some(EndReason::Failed);
+            *self.error.lock().unwrap() = Some(error);
+        }
+        drop(r);
         self.stop.store(true, Ordering::SeqCst);
     }
 
@@ -346,6 +411,7 @@ impl Job {
             },
             reason,
             elapsed: self.started.elapsed(),
+            error: self.error.lock().unwrap().clone(),
         };
         if reason == EndReason::Complete {
             self.reported_fraction

@@ -33,7 +33,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::job::{
-    Delivery, EndReason, Event, Job, JobId, JobSpec, Output, Progress, SolutionIndices,
+    Delivery, EndReason, Event, Job, JobId, JobSpec, Output, Progress, SolutionIndices, Work,
 };
 use crate::xcc::{
     Flow, Problem, ProgressView, Request, RunConfig, SolutionView, Solver, Status, Task, Visitor,
@@ -47,9 +47,13 @@ pub const TIME_SLICE: Duration = Duration::from_millis(10);
 /// Limits of a pool.
 #[derive(Debug, Clone)]
 pub struct PoolConfig {
+    /// Local worker threads; 0 makes a pure coordinator, whose tasks all
+    /// run on remote workers.
     pub threads: usize,
     /// Most jobs queued or running at once.
     pub max_jobs: usize,
+    /// A task lost with its worker this many times fails its job.
+    pub max_attempts: u32,
 }
 
 impl Default for PoolConfig {
@@ -57,6 +61,7 @@ impl Default for PoolConfig {
         PoolConfig {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             max_jobs: 64,
+            max_attempts: 3,
         }
     }
 }
@@ -68,6 +73,8 @@ pub enum SubmitError {
     TooManyJobs(usize),
     #[error("the server is shutting down")]
     ShuttingDown,
+    #[error("this search has a side condition that only local worker threads can check, and this server has none (start it with --threads 1 or more)")]
+    NeedsLocalThreads,
 }
 
 /// What one worker is doing, readable without the lock.
@@ -80,7 +87,7 @@ struct WorkerSlot {
 
 struct Sched {
     job: Arc<Job>,
-    queue: VecDeque<Task>,
+    queue: VecDeque<Work>,
     running: usize,
     tasks_done: u64,
     finished_weight: f64,
@@ -91,7 +98,13 @@ struct State {
     /// Jobs that may have queued tasks, in round-robin order.
     ring: VecDeque<JobId>,
     jobs: HashMap<JobId, Sched>,
+    /// Idle local threads and idle remote slots.
     idle: usize,
+    /// Task slots of the connected remote workers.
+    remote_slots: usize,
+    /// Running remote leases: their job, explored weight and nodes, from
+    /// the workers' heartbeats.
+    remote_runs: HashMap<u64, (JobId, f64, u64)>,
     shutdown: bool,
 }
 
@@ -100,12 +113,16 @@ struct Shared {
     work: Condvar,
     threads: usize,
     max_jobs: usize,
+    max_attempts: u32,
     next_id: AtomicU64,
     /// An idle worker and no task to give it.
     hungry: AtomicBool,
     /// Jobs with a task ready to run.
     ready_jobs: AtomicUsize,
     slots: Vec<WorkerSlot>,
+    /// Wakes the remote workers' sessions when work may be available or
+    /// wanted (the local threads wait on `work`).
+    remote_wake: tokio::sync::Notify,
 }
 
 /// A pool of worker threads running the tasks of many jobs.
@@ -116,16 +133,18 @@ pub struct Pool {
 
 impl Pool {
     pub fn new(config: PoolConfig) -> Pool {
-        let threads = config.threads.max(1);
+        let threads = config.threads;
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             work: Condvar::new(),
             threads,
             max_jobs: config.max_jobs.max(1),
+            max_attempts: config.max_attempts.max(1),
             next_id: AtomicU64::new(1),
             hungry: AtomicBool::new(false),
             ready_jobs: AtomicUsize::new(0),
             slots: (0..threads).map(|_| WorkerSlot::default()).collect(),
+            remote_wake: tokio::sync::Notify::new(),
         });
         let handles = (0..threads)
             .map(|index| {
@@ -159,13 +178,16 @@ impl Pool {
                             let state = shared.state.lock().unwrap();
                             shared.refresh(&state);
                             drop(state);
-                            shared.work.notify_all();
+                            shared.wake_all();
                         }
                     }),
                 ))
             }
             _ => None,
         };
+        if self.shared.threads == 0 && spec.condition.is_some() {
+            return Err(SubmitError::NeedsLocalThreads);
+        }
         let job = Arc::new(Job::new(id, problem, spec, output));
         let mut state = self.shared.state.lock().unwrap();
         if state.shutdown {
@@ -178,7 +200,7 @@ impl Pool {
             id,
             Sched {
                 job: job.clone(),
-                queue: VecDeque::from([Task::root()]),
+                queue: VecDeque::from([Work::new(Task::root())]),
                 running: 0,
                 tasks_done: 0,
                 finished_weight: 0.0,
@@ -187,7 +209,7 @@ impl Pool {
         state.ring.push_back(id);
         self.shared.refresh(&state);
         drop(state);
-        self.shared.work.notify_one();
+        self.shared.wake_one();
         metrics::counter!("xccd_jobs_started_total").increment(1);
         tracing::debug!(job = id, "job queued");
         Ok(job)
@@ -206,12 +228,12 @@ impl Pool {
     /// A snapshot of a job's progress.
     pub fn progress(&self, job: &Job) -> Progress {
         let state = self.shared.state.lock().unwrap();
-        let busy = self.shared.threads - state.idle;
+        let total = self.shared.threads + state.remote_slots;
         let mut progress = Progress {
             solutions: job.solutions(),
             elapsed: job.started.elapsed(),
-            workers_busy: busy,
-            workers_total: self.shared.threads,
+            workers_busy: total.saturating_sub(state.idle),
+            workers_total: total,
             ..Progress::default()
         };
         let mut nodes = job.stats().nodes;
@@ -222,6 +244,12 @@ impl Pool {
                     if slot.job.load(Ordering::SeqCst) == job.id {
                         done += f64::from_bits(slot.done_weight.load(Ordering::SeqCst));
                         nodes += slot.nodes.load(Ordering::SeqCst);
+                    }
+                }
+                for &(id, weight, run_nodes) in state.remote_runs.values() {
+                    if id == job.id {
+                        done += weight;
+                        nodes += run_nodes;
                     }
                 }
                 progress.tasks_queued = sched.queue.len();
@@ -246,9 +274,15 @@ impl Pool {
         progress
     }
 
-    /// Workers currently running a task.
+    /// Workers (local threads and remote slots) currently running a task.
     pub fn busy_workers(&self) -> usize {
-        self.shared.threads - self.shared.state.lock().unwrap().idle
+        let state = self.shared.state.lock().unwrap();
+        (self.shared.threads + state.remote_slots).saturating_sub(state.idle)
+    }
+
+    /// Task slots of the remote workers connected now.
+    pub fn remote_slots(&self) -> usize {
+        self.shared.state.lock().unwrap().remote_slots
     }
 
     /// Jobs queued or running.
@@ -273,7 +307,7 @@ impl Pool {
         for job in jobs {
             self.cancel(&job, EndReason::Shutdown);
         }
-        self.shared.work.notify_all();
+        self.shared.wake_all();
     }
 
     /// Stops every job and joins the workers.
@@ -293,6 +327,16 @@ impl Drop for Pool {
 }
 
 impl Shared {
+    fn wake_one(&self) {
+        self.work.notify_one();
+        self.remote_wake.notify_waiters();
+    }
+
+    fn wake_all(&self) {
+        self.work.notify_all();
+        self.remote_wake.notify_waiters();
+    }
+
     /// Recomputes the flags that running tasks read without the lock.
     fn refresh(&self, state: &State) {
         let ready = state
@@ -338,7 +382,7 @@ impl Shared {
     }
 
     /// Takes the next task to run, waiting if there is none.
-    fn next_task(&self, index: usize) -> Option<(Arc<Job>, Task)> {
+    fn next_task(&self, index: usize) -> Option<(Arc<Job>, Work)> {
         let mut state = self.state.lock().unwrap();
         loop {
             if state.shutdown && state.jobs.is_empty() {
@@ -347,7 +391,7 @@ impl Shared {
                 self.refresh(&state);
                 return None;
             }
-            if let Some(pick) = Self::pick(&mut state) {
+            if let Some(pick) = Self::pick(&mut state, false) {
                 let slot = &self.slots[index];
                 slot.job.store(pick.0.id, Ordering::SeqCst);
                 slot.done_weight.store(0f64.to_bits(), Ordering::SeqCst);
@@ -371,13 +415,18 @@ impl Shared {
             .0
     }
 
-    fn pick(state: &mut State) -> Option<(Arc<Job>, Task)> {
+    /// Takes the first task of the first job in the ring that has one to
+    /// run; a remote worker cannot take tasks of jobs with a side condition.
+    fn pick(state: &mut State, remote: bool) -> Option<(Arc<Job>, Work)> {
         for turn in 0..state.ring.len() {
             let id = state.ring[turn];
             let Some(sched) = state.jobs.get_mut(&id) else {
                 continue;
             };
-            if sched.queue.is_empty() || stalled(&sched.job) {
+            if sched.queue.is_empty()
+                || stalled(&sched.job)
+                || (remote && sched.job.spec.condition.is_some())
+            {
                 continue;
             }
             let task = sched.queue.pop_front().expect("not empty");
@@ -398,7 +447,7 @@ impl Shared {
         None
     }
 
-    fn enqueue(&self, state: &mut State, id: JobId, tasks: Vec<Task>, front: bool) {
+    fn enqueue(&self, state: &mut State, id: JobId, tasks: Vec<Work>, front: bool) {
         let Some(sched) = state.jobs.get_mut(&id) else {
             return;
         };
@@ -433,10 +482,75 @@ fn stalled(job: &Job) -> bool {
     job.output.as_ref().is_some_and(|o| o.is_stalled())
 }
 
+/// How a run of a task ended, as the scheduler books it.
+pub(crate) enum RunEnd {
+    /// Explored to the end.
+    Exhausted,
+    /// Stopped with its unexplored work, to run before the job's other tasks.
+    Checkpointed(Vec<Work>),
+    /// Stopped because the job is stopping; nothing to book.
+    Stopped,
+    /// Lost with its worker: `work` (with the cuts of what the run gave away
+    /// and the count it delivered) runs again, unless it was lost too often.
+    Lost(Work),
+    /// Handed back unfinished without fault (a draining worker): `work`
+    /// runs again.
+    Released(Work),
+    /// The task cannot be run: the job fails.
+    Failed(String),
+}
+
+impl Shared {
+    /// Books the end of one run of a task of `job` that weighed `weight` and
+    /// gave away `given` of it, and ends the job if that was its last work.
+    fn book(&self, state: &mut State, job: &Job, weight: f64, given: f64, end: RunEnd) {
+        let Some(sched) = state.jobs.get_mut(&job.id) else {
+            return;
+        };
+        sched.running -= 1;
+        sched.tasks_done += 1;
+        let mut requeue = Vec::new();
+        match end {
+            RunEnd::Exhausted => sched.finished_weight += weight - given,
+            RunEnd::Checkpointed(remaining) => {
+                let left: f64 = remaining.iter().map(|w| w.task.weight).sum();
+                sched.finished_weight += (weight - given - left).max(0.0);
+                requeue = remaining;
+            }
+            RunEnd::Stopped => {}
+            RunEnd::Lost(mut work) => {
+                work.attempts += 1;
+                metrics::counter!("xccd_tasks_lost_total").increment(1);
+                if work.attempts >= self.max_attempts {
+                    job.fail(format!(
+                        "a task of job-{} (path {:?}) was lost with its worker {} times; \
+                         the job is stopped rather than crash more workers",
+                        job.id, work.task.path, work.attempts
+                    ));
+                } else {
+                    requeue.push(work);
+                }
+            }
+            RunEnd::Released(work) => requeue.push(work),
+            RunEnd::Failed(error) => {
+                tracing::error!(job = job.id, %error, "task failed");
+                job.fail(error);
+            }
+        }
+        metrics::counter!("xccd_tasks_total").increment(1);
+        if !requeue.is_empty() {
+            self.enqueue(state, job.id, requeue, true);
+        }
+        self.settle(state, job.id);
+        self.refresh(state);
+    }
+}
+
 /// Runs tasks until the pool shuts down.
 fn worker(shared: Arc<Shared>, index: usize) {
     let mut solvers: HashMap<JobId, Solver> = HashMap::new();
-    while let Some((job, task)) = shared.next_task(index) {
+    while let Some((job, work)) = shared.next_task(index) {
+        let task = &work.task;
         let span = tracing::debug_span!("task", job = job.id, level = task.level());
         let _enter = span.enter();
         if solvers.len() >= 4 && !solvers.contains_key(&job.id) {
@@ -464,47 +578,140 @@ fn worker(shared: Arc<Shared>, index: usize) {
             given: 0.0,
             options: Vec::new(),
             unclaimed: 0,
+            skip: work.skip,
+            seen: 0,
         };
-        let result = solver.run(&task, &config, &mut visitor);
+        let result = solver.run(task, &config, &mut visitor);
         let given = visitor.given;
         job.add_solutions(std::mem::take(&mut visitor.unclaimed));
         visitor.deliver_pending();
-        let mut state = shared.state.lock().unwrap();
-        let slot = &shared.slots[index];
-        slot.job.store(0, Ordering::SeqCst);
-        let Some(sched) = state.jobs.get_mut(&job.id) else {
-            continue;
-        };
-        sched.running -= 1;
-        sched.tasks_done += 1;
-        let mut requeue = Vec::new();
-        match result {
+        let end = match result {
             Ok(outcome) => {
                 job.add_stats(&outcome.stats);
                 metrics::counter!("xccd_nodes_total").increment(outcome.stats.nodes);
                 match outcome.status {
-                    Status::Exhausted => sched.finished_weight += task.weight - given,
+                    Status::Exhausted => RunEnd::Exhausted,
                     Status::Checkpointed => {
-                        let left: f64 = outcome.remaining.iter().map(|t| t.weight).sum();
-                        sched.finished_weight += (task.weight - given - left).max(0.0);
-                        requeue = outcome.remaining;
+                        RunEnd::Checkpointed(outcome.remaining.into_iter().map(Work::new).collect())
                     }
-                    _ => {}
+                    _ => RunEnd::Stopped,
                 }
             }
-            Err(error) => {
-                tracing::error!(job = job.id, %error, "task failed");
-                job.request_stop(EndReason::Cancelled);
-            }
-        }
-        metrics::counter!("xccd_tasks_total").increment(1);
-        if !requeue.is_empty() {
-            shared.enqueue(&mut state, job.id, requeue, true);
-        }
-        shared.settle(&mut state, job.id);
-        shared.refresh(&state);
+            Err(error) => RunEnd::Failed(format!("task {task:?} cannot be run: {error}")),
+        };
+        let mut state = shared.state.lock().unwrap();
+        shared.slots[index].job.store(0, Ordering::SeqCst);
+        shared.book(&mut state, &job, task.weight, given, end);
         drop(state);
-        shared.work.notify_all();
+        shared.wake_all();
+    }
+}
+
+/// What the remote workers' sessions (the coordinator) need of the pool.
+/// A remote worker's task slots count like local threads: idle slots make
+/// the pool hungry, and their tasks count as running for their jobs.
+impl Pool {
+    /// A worker with `slots` task slots, all idle, has joined.
+    pub(crate) fn remote_joined(&self, slots: usize) {
+        let mut state = self.shared.state.lock().unwrap();
+        state.remote_slots += slots;
+        state.idle += slots;
+        self.shared.refresh(&state);
+    }
+
+    /// A worker has left; `idle` of its `slots` were idle. Its leases must
+    /// have been ended with [`Pool::end_remote_run`] first.
+    pub(crate) fn remote_left(&self, slots: usize, idle: usize) {
+        let mut state = self.shared.state.lock().unwrap();
+        state.remote_slots -= slots;
+        state.idle -= idle;
+        self.shared.refresh(&state);
+    }
+
+    /// Takes a task for an idle remote slot (now busy), if one is ready.
+    pub(crate) fn take_remote(&self, lease: u64) -> Option<(Arc<Job>, Work)> {
+        let mut state = self.shared.state.lock().unwrap();
+        let (job, work) = Shared::pick(&mut state, true)?;
+        state.idle -= 1;
+        state.remote_runs.insert(lease, (job.id, 0.0, 0));
+        self.shared.refresh(&state);
+        Some((job, work))
+    }
+
+    /// A remote slot is idle again (its worker reported the end of a run).
+    pub(crate) fn remote_slot_freed(&self) {
+        let mut state = self.shared.state.lock().unwrap();
+        state.idle += 1;
+        self.shared.refresh(&state);
+        drop(state);
+        self.shared.wake_all();
+    }
+
+    /// A heartbeat's news of a running lease.
+    pub(crate) fn remote_progress(&self, lease: u64, done_weight: f64, nodes: u64) {
+        let mut state = self.shared.state.lock().unwrap();
+        if let Some(run) = state.remote_runs.get_mut(&lease) {
+            run.1 = done_weight;
+            run.2 = nodes;
+        }
+    }
+
+    /// Nodes of the job's remote runs still going, from their heartbeats.
+    pub(crate) fn remote_nodes(&self, job: JobId) -> u64 {
+        let state = self.shared.state.lock().unwrap();
+        state
+            .remote_runs
+            .values()
+            .filter(|run| run.0 == job)
+            .map(|run| run.2)
+            .sum()
+    }
+
+    /// Books the end of a remote run (see [`RunEnd`]).
+    pub(crate) fn end_remote_run(
+        &self,
+        lease: u64,
+        job: &Job,
+        weight: f64,
+        given: f64,
+        end: RunEnd,
+    ) {
+        let mut state = self.shared.state.lock().unwrap();
+        state.remote_runs.remove(&lease);
+        self.shared.book(&mut state, job, weight, given, end);
+        drop(state);
+        self.shared.wake_all();
+    }
+
+    /// Queues a task a remote run gave away.
+    pub(crate) fn remote_gave_away(&self, job: &Job, task: Task) {
+        let mut state = self.shared.state.lock().unwrap();
+        self.shared
+            .enqueue(&mut state, job.id, vec![Work::new(task)], false);
+        self.shared.refresh(&state);
+        drop(state);
+        self.shared.wake_all();
+    }
+
+    /// Whether the pool is shutting down (remote sessions then end).
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shared.state.lock().unwrap().shutdown
+    }
+
+    /// Whether a slot is idle with no task to give it.
+    pub(crate) fn is_hungry(&self) -> bool {
+        self.shared.hungry.load(Ordering::SeqCst)
+    }
+
+    /// Whether a job other than `job` has a task ready to run.
+    pub(crate) fn others_waiting(&self, job: JobId) -> bool {
+        self.shared.others_waiting(job)
+    }
+
+    /// Resolves when work may have become available or wanted; sessions
+    /// also look every few milliseconds, so a missed wake-up costs little.
+    pub(crate) async fn remote_wake(&self) {
+        self.shared.remote_wake.notified().await;
     }
 }
 
@@ -523,6 +730,10 @@ struct TaskVisitor<'a> {
     options: Vec<usize>,
     /// Solutions of a job without a limit not yet added to its count.
     unclaimed: u64,
+    /// Solutions already delivered by an earlier run of this task.
+    skip: u64,
+    /// Solutions found so far by this run.
+    seen: u64,
 }
 
 impl TaskVisitor<'_> {
@@ -567,6 +778,10 @@ impl TaskVisitor<'_> {
 
 impl Visitor for TaskVisitor<'_> {
     fn solution(&mut self, solution: &SolutionView<'_>) -> Flow {
+        self.seen += 1;
+        if self.seen <= self.skip {
+            return Flow::Continue;
+        }
         if self.job.spec.limit.is_none() {
             self.unclaimed += 1;
         } else if !self.job.claim_solution() {
@@ -607,6 +822,10 @@ impl Visitor for TaskVisitor<'_> {
                 return Request::Stop;
             }
         }
+        if self.seen < self.skip {
+            // Splitting now could hand away solutions already delivered.
+            return Request::Continue;
+        }
         if !self.flush() {
             return Request::Checkpoint;
         }
@@ -633,9 +852,9 @@ impl Visitor for TaskVisitor<'_> {
         self.given += task.weight;
         let mut state = self.shared.state.lock().unwrap();
         self.shared
-            .enqueue(&mut state, self.job.id, vec![task], false);
+            .enqueue(&mut state, self.job.id, vec![Work::new(task)], false);
         self.shared.refresh(&state);
         drop(state);
-        self.shared.work.notify_one();
+        self.shared.wake_one();
     }
 }

@@ -273,6 +273,9 @@ impl PuzzleService for PuzzleApi {
         }
         let encoded = encode(req.puzzle)?;
         let (job, summary) = self.run_kept(&encoded, limit, deadline).await?;
+        if let Some(status) = convert::failure(&summary) {
+            return Err(status);
+        }
         Ok(Response::new(pb::SolvePuzzleResponse {
             solutions: job
                 .kept_from(0)
@@ -336,6 +339,9 @@ impl PuzzleService for PuzzleApi {
                                 .collect::<Vec<_>>(),
                             Event::Done(summary) => {
                                 let _ = tx.send(wrap(E::Summary(convert::summary(&summary)))).await;
+                                if let Some(status) = convert::failure(&summary) {
+                                    let _ = tx.send(Err(status)).await;
+                                }
                                 return;
                             }
                         },

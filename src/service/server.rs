@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::TcpListenerStream;
 
+use super::cluster::{ClusterConfig, CoordinatorApi};
 use super::grpc::{ApiConfig, SolverApi};
 use super::jobs::JobRegistry;
 use super::pool::{Pool, PoolConfig};
@@ -32,6 +33,8 @@ pub struct ServeConfig {
     pub job_retention: Duration,
     /// Where to serve Prometheus metrics (`/metrics`), if anywhere.
     pub metrics_listen: Option<SocketAddr>,
+    /// Remote workers' heartbeats and leases.
+    pub cluster: ClusterConfig,
 }
 
 impl Default for ServeConfig {
@@ -42,6 +45,7 @@ impl Default for ServeConfig {
             api: ApiConfig::default(),
             job_retention: Duration::from_secs(600),
             metrics_listen: None,
+            cluster: ClusterConfig::default(),
         }
     }
 }
@@ -87,6 +91,7 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         .max_decoding_message_size(max_message);
     let puzzles = PuzzleServiceServer::new(PuzzleApi::new(pool.clone()))
         .max_decoding_message_size(max_message);
+    let coordinator = CoordinatorApi::new(pool.clone(), config.cluster.clone()).into_server();
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<PuzzleServiceServer<PuzzleApi>>().await;
     health.set_serving::<SolverServiceServer<SolverApi>>().await;
@@ -122,6 +127,7 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
             .add_service(reflection_v1alpha)
             .add_service(api)
             .add_service(puzzles)
+            .add_service(coordinator)
             .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown),
     );
     tracing::info!(%addr, workers = pool.workers(), "serving gRPC");
@@ -140,7 +146,8 @@ pub async fn serve_until_signal(config: ServeConfig) -> std::io::Result<()> {
     server.shutdown().await.map_err(std::io::Error::other)
 }
 
-async fn shutdown_signal() {
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
@@ -162,6 +169,7 @@ async fn report_gauges(pool: std::sync::Weak<Pool>) {
         tick.tick().await;
         let Some(pool) = pool.upgrade() else { return };
         metrics::gauge!("xccd_workers_total").set(pool.workers() as f64);
+        metrics::gauge!("xccd_remote_slots").set(pool.remote_slots() as f64);
         metrics::gauge!("xccd_workers_busy").set(pool.busy_workers() as f64);
         metrics::gauge!("xccd_jobs_active").set(pool.active_jobs() as f64);
         metrics::gauge!("xccd_tasks_queued").set(pool.queued_tasks() as f64);

@@ -1,0 +1,115 @@
+//! `xccd worker`: a remote worker process for a coordinator.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use clap::Args;
+use tonic_health::server::HealthReporter;
+use tonic_health::ServingStatus;
+use xccd::service::cluster::worker::{self, ConnectionObserver};
+use xccd::service::cluster::{WorkerConfig, WorkerError};
+use xccd::service::server::shutdown_signal;
+
+use super::serve::{init_logging, LogFormat};
+use super::CliError;
+
+#[derive(Args, Debug)]
+pub struct WorkerArgs {
+    /// The coordinator's URL (an `xccd serve`), e.g. http://xccd-coordinator:50051.
+    #[arg(long, env = "XCCD_COORDINATOR")]
+    pub coordinator: String,
+    /// Tasks to run at once (default: one per core).
+    #[arg(long, env = "XCCD_THREADS")]
+    pub threads: Option<usize>,
+    /// This worker's name in the coordinator's logs (default: the host name).
+    #[arg(long, env = "XCCD_WORKER_NAME")]
+    pub name: Option<String>,
+    /// Serve the gRPC health service here: SERVING while connected to the
+    /// coordinator (a readiness probe), NOT_SERVING otherwise.
+    #[arg(long, env = "XCCD_HEALTH_LISTEN")]
+    pub health_listen: Option<SocketAddr>,
+    /// Log format on stderr (filter with RUST_LOG, default info).
+    #[arg(long, env = "XCCD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// Reports the connection on the health service.
+struct Health {
+    reporter: HealthReporter,
+    runtime: tokio::runtime::Handle,
+}
+
+impl ConnectionObserver for Health {
+    fn connected(&self, connected: bool) {
+        let status = if connected {
+            ServingStatus::Serving
+        } else {
+            ServingStatus::NotServing
+        };
+        let reporter = self.reporter.clone();
+        self.runtime.spawn(async move {
+            reporter.set_service_status("", status).await;
+        });
+    }
+}
+
+pub fn run(args: WorkerArgs) -> Result<(), CliError> {
+    init_logging(args.log_format);
+    let threads = match args.threads {
+        Some(0) => return Err(CliError::BadInput("--threads must be at least 1".into())),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let mut config = WorkerConfig::new(args.coordinator);
+    config.threads = threads;
+    config.name = args.name.unwrap_or_else(host_name);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(threads + 4)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(async move {
+        let observer: Arc<dyn ConnectionObserver> = match args.health_listen {
+            Some(addr) => {
+                let (reporter, service) = tonic_health::server::health_reporter();
+                reporter
+                    .set_service_status("", ServingStatus::NotServing)
+                    .await;
+                let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+                    CliError::Failed(format!("cannot listen for health checks on {addr}: {e}"))
+                })?;
+                tokio::spawn(
+                    tonic::transport::Server::builder()
+                        .add_service(service)
+                        .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(
+                            listener,
+                        )),
+                );
+                Arc::new(Health {
+                    reporter,
+                    runtime: tokio::runtime::Handle::current(),
+                })
+            }
+            None => Arc::new(()),
+        };
+        worker::run(config, observer, shutdown_signal())
+            .await
+            .map_err(|e| match e {
+                WorkerError::BadUrl { .. } => CliError::BadInput(e.to_string()),
+                WorkerError::Refused(_) => CliError::Failed(e.to_string()),
+            })
+    })
+}
+
+fn host_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .unwrap_or_else(|| format!("pid-{}", std::process::id()))
+}

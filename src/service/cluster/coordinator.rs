@@ -1,0 +1,661 @@
+//! The coordinator's side of the cluster protocol: one [`Session`] per
+//! connected worker, holding that worker's leases.
+//!
+//! A session is the only place a lease lives, so fencing is a map lookup:
+//! a report on a lease this session does not hold, under the same epoch, is
+//! ignored. A session ends when its stream does or when the worker has been
+//! silent for the lease timeout; every lease it still holds is then *lost*
+//! and its task goes back to the pool's queue with the cuts of what it gave
+//! away and the number of solutions it delivered (see [`super`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+
+use super::proto::{
+    self as pb, coordinator_message::Kind as Out, coordinator_server, worker_message::Kind as In,
+    AskKind, RunStatus,
+};
+use crate::service::job::{Delivery, EndReason, Event, Job, WireProblem, Work};
+use crate::service::pool::{Pool, RunEnd};
+use crate::xcc::{self, Cut};
+
+/// Timing of the protocol, chosen by the coordinator and told to workers.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// How often workers send a heartbeat.
+    pub heartbeat_interval: Duration,
+    /// A worker silent for this long loses its leases.
+    pub lease_timeout: Duration,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            heartbeat_interval: Duration::from_secs(1),
+            lease_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// How often a session looks at its leases' jobs (stopping, stalled,
+/// others waiting, idle workers elsewhere).
+const TICK: Duration = Duration::from_millis(20);
+/// How long a remote run keeps its slot while another job waits. Longer
+/// than the local time slice: asking costs a round trip.
+const REMOTE_SLICE: Duration = Duration::from_millis(50);
+/// Problems a worker keeps; the session mirrors the worker's cache (both
+/// see the same leases in the same order) to know what to send.
+pub const PROBLEM_CACHE: usize = 16;
+/// The largest message either side accepts (a problem's text).
+pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
+
+/// The gRPC service remote workers connect to.
+pub struct CoordinatorApi {
+    pool: Arc<Pool>,
+    config: ClusterConfig,
+    next_lease: Arc<AtomicU64>,
+    next_worker: AtomicU64,
+}
+
+impl CoordinatorApi {
+    pub fn new(pool: Arc<Pool>, config: ClusterConfig) -> CoordinatorApi {
+        CoordinatorApi {
+            pool,
+            config,
+            next_lease: Arc::new(AtomicU64::new(1)),
+            next_worker: AtomicU64::new(1),
+        }
+    }
+
+    pub fn into_server(self) -> coordinator_server::CoordinatorServer<CoordinatorApi> {
+        coordinator_server::CoordinatorServer::new(self)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES)
+    }
+}
+
+type OutStream =
+    Pin<Box<dyn tokio_stream::Stream<Item = Result<pb::CoordinatorMessage, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl coordinator_server::Coordinator for CoordinatorApi {
+    type WorkStream = OutStream;
+
+    async fn work(
+        &self,
+        request: Request<Streaming<pb::WorkerMessage>>,
+    ) -> Result<Response<OutStream>, Status> {
+        let peer = request
+            .remote_addr()
+            .map_or_else(|| "unknown".to_string(), |a| a.to_string());
+        let mut inbound = request.into_inner();
+        let first = tokio::time::timeout(self.config.lease_timeout, inbound.message()).await;
+        let hello = match first {
+            Ok(Ok(Some(pb::WorkerMessage {
+                kind: Some(In::Hello(hello)),
+            }))) => hello,
+            Ok(Err(status)) => return Err(status),
+            Err(_) => {
+                return Err(Status::deadline_exceeded(
+                    "no Hello from the worker in time",
+                ))
+            }
+            _ => {
+                return Err(Status::invalid_argument(
+                    "the first message must be a Hello",
+                ))
+            }
+        };
+        if hello.protocol != pb::PROTOCOL_VERSION {
+            return Err(Status::failed_precondition(format!(
+                "hello.protocol: this coordinator speaks protocol {}, the worker {}; run the same xccd version on both",
+                pb::PROTOCOL_VERSION,
+                hello.protocol
+            )));
+        }
+        if !(1..=4096).contains(&hello.threads) {
+            return Err(Status::invalid_argument(format!(
+                "hello.threads: {} is not in 1..=4096",
+                hello.threads
+            )));
+        }
+        let number = self.next_worker.fetch_add(1, Ordering::SeqCst);
+        let name = if hello.name.is_empty() {
+            peer
+        } else {
+            hello.name.chars().take(100).collect()
+        };
+        let id = format!("worker-{number}");
+        let (tx, rx) = mpsc::channel(256);
+        let welcome = pb::CoordinatorMessage {
+            kind: Some(Out::Welcome(pb::Welcome {
+                worker_id: id.clone(),
+                heartbeat_interval_ms: self.config.heartbeat_interval.as_millis() as u32,
+                lease_timeout_ms: self.config.lease_timeout.as_millis() as u32,
+            })),
+        };
+        tx.send(Ok(welcome))
+            .await
+            .map_err(|_| Status::cancelled("worker gone"))?;
+        let session = Session {
+            pool: self.pool.clone(),
+            config: self.config.clone(),
+            next_lease: self.next_lease.clone(),
+            id,
+            name,
+            slots: hello.threads as usize,
+            busy: 0,
+            leases: HashMap::new(),
+            problems: VecDeque::new(),
+            draining: false,
+            last_seen: Instant::now(),
+            last_give_ask: Instant::now(),
+            tx,
+        };
+        tokio::spawn(session.run(inbound));
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+}
+
+/// A lease as its session keeps it.
+struct Lease {
+    job: Arc<Job>,
+    epoch: u32,
+    /// The task as it would run again: its cuts grow with every give-away.
+    work: Work,
+    /// Solutions of the task delivered so far: the index of the next one.
+    delivered: u64,
+    /// Weight given away by this run.
+    given: f64,
+    /// What was last asked of the run, so as not to ask twice.
+    asked: AskKind,
+    started: Instant,
+    /// Ended by the coordinator (job stopping); the slot stays busy until
+    /// the worker reports the run's end.
+    revoked: bool,
+}
+
+impl Lease {
+    /// The task to queue again if this run does not finish.
+    fn rerun(&self) -> Work {
+        let mut work = self.work.clone();
+        work.task.weight = (work.task.weight - self.given).max(0.0);
+        work.skip = self.delivered;
+        work
+    }
+}
+
+/// Why a session ended.
+enum End {
+    /// The worker closed its stream (drained or stopping).
+    Closed,
+    /// The connection broke.
+    Broken(Status),
+    /// The worker was silent past the lease timeout.
+    Silent,
+    /// The worker broke the protocol.
+    Protocol(String),
+    /// The coordinator is shutting down.
+    Shutdown,
+}
+
+struct Session {
+    pool: Arc<Pool>,
+    config: ClusterConfig,
+    next_lease: Arc<AtomicU64>,
+    id: String,
+    name: String,
+    slots: usize,
+    /// Slots holding a lease, revoked ones included until their end.
+    busy: usize,
+    leases: HashMap<u64, Lease>,
+    /// Digests of the problems the worker holds, least recently used first.
+    problems: VecDeque<Vec<u8>>,
+    draining: bool,
+    last_seen: Instant,
+    last_give_ask: Instant,
+    tx: mpsc::Sender<Result<pb::CoordinatorMessage, Status>>,
+}
+
+impl Session {
+    async fn run(mut self, mut inbound: Streaming<pb::WorkerMessage>) {
+        tracing::info!(worker = %self.id, name = %self.name, slots = self.slots, "worker joined");
+        metrics::gauge!("xccd_remote_workers").increment(1.0);
+        self.pool.remote_joined(self.slots);
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let end = loop {
+            if let Err(end) = self.fill().await {
+                break end;
+            }
+            let step = tokio::select! {
+                message = inbound.message() => match message {
+                    Ok(Some(message)) => {
+                        self.last_seen = Instant::now();
+                        self.handle(message).await
+                    }
+                    Ok(None) => Err(End::Closed),
+                    Err(status) => Err(End::Broken(status)),
+                },
+                _ = tick.tick() => {
+                    if self.pool.is_shutting_down() {
+                        Err(End::Shutdown)
+                    } else if self.last_seen.elapsed() > self.config.lease_timeout {
+                        Err(End::Silent)
+                    } else {
+                        self.police().await
+                    }
+                }
+                () = self.pool.remote_wake() => Ok(()),
+                () = self.tx.closed() => Err(End::Broken(Status::cancelled("the worker stopped reading"))),
+            };
+            if let Err(end) = step {
+                break end;
+            }
+        };
+        self.close(end).await;
+    }
+
+    /// Gives idle slots a task each, while the pool has ready ones.
+    async fn fill(&mut self) -> Result<(), End> {
+        while self.busy < self.slots && !self.draining {
+            let id = self.next_lease.fetch_add(1, Ordering::SeqCst);
+            let Some((job, work)) = self.pool.take_remote(id) else {
+                return Ok(());
+            };
+            self.busy += 1;
+            let wire = job
+                .wire
+                .get_or_init(|| {
+                    let dlx = xcc::dlx_format::to_string(&job.problem);
+                    Arc::new(WireProblem {
+                        digest: pb::digest(&dlx),
+                        dlx,
+                    })
+                })
+                .clone();
+            if !self.touch_problem(&wire.digest) {
+                self.send(Out::Problem(pb::ProblemData {
+                    digest: wire.digest.clone(),
+                    dlx: wire.dlx.clone(),
+                }))
+                .await?;
+            }
+            let (want_solutions, batch_size) = match job.spec.delivery {
+                Delivery::CountOnly => (false, 0),
+                Delivery::Stream { batch_size, .. } => (true, batch_size.max(1) as u32),
+                Delivery::Keep { .. } => (true, 64),
+            };
+            let message = pb::Lease {
+                lease: Some(pb::LeaseRef {
+                    id,
+                    epoch: work.attempts,
+                }),
+                job: job.id,
+                problem_digest: wire.digest.clone(),
+                task: Some((&work.task).into()),
+                skip: work.skip,
+                want_solutions,
+                batch_size,
+            };
+            tracing::debug!(worker = %self.id, lease = id, job = job.id, level = work.task.level(), skip = work.skip, "lease granted");
+            self.leases.insert(
+                id,
+                Lease {
+                    job,
+                    epoch: work.attempts,
+                    delivered: work.skip,
+                    work,
+                    given: 0.0,
+                    asked: AskKind::Unspecified,
+                    started: Instant::now(),
+                    revoked: false,
+                },
+            );
+            self.send(Out::Lease(message)).await?;
+        }
+        Ok(())
+    }
+
+    /// Marks a problem as the most recently used; false if the worker does
+    /// not have it (it is then counted as sent).
+    fn touch_problem(&mut self, digest: &[u8]) -> bool {
+        let held = match self.problems.iter().position(|d| d == digest) {
+            Some(at) => {
+                self.problems.remove(at);
+                true
+            }
+            None => false,
+        };
+        self.problems.push_back(digest.to_vec());
+        if self.problems.len() > PROBLEM_CACHE {
+            self.problems.pop_front();
+        }
+        held
+    }
+
+    async fn send(&self, kind: Out) -> Result<(), End> {
+        self.tx
+            .send(Ok(pb::CoordinatorMessage { kind: Some(kind) }))
+            .await
+            .map_err(|_| End::Broken(Status::cancelled("the worker's stream is closed")))
+    }
+
+    async fn ask(&mut self, id: u64, kind: AskKind) -> Result<(), End> {
+        let Some(lease) = self.leases.get_mut(&id) else {
+            return Ok(());
+        };
+        lease.asked = kind;
+        let epoch = lease.epoch;
+        self.send(Out::Ask(pb::Ask {
+            lease: Some(pb::LeaseRef { id, epoch }),
+            kind: kind as i32,
+        }))
+        .await
+    }
+
+    /// The lease a report names, if this session holds it under that
+    /// epoch and has not revoked it. Anything else is fenced off.
+    fn live(&mut self, lease: Option<&pb::LeaseRef>) -> Option<(u64, &mut Lease)> {
+        let lease_ref = lease?;
+        match self.leases.get_mut(&lease_ref.id) {
+            Some(lease) if lease.epoch == lease_ref.epoch && !lease.revoked => {
+                Some((lease_ref.id, lease))
+            }
+            _ => {
+                metrics::counter!("xccd_fenced_reports_total").increment(1);
+                tracing::debug!(worker = %self.id, lease = lease_ref.id, "report on a lease not held: ignored");
+                None
+            }
+        }
+    }
+
+    async fn handle(&mut self, message: pb::WorkerMessage) -> Result<(), End> {
+        match message.kind {
+            Some(In::Heartbeat(heartbeat)) => {
+                for progress in heartbeat.leases {
+                    let Some((id, lease)) = self.live(progress.lease.as_ref()) else {
+                        continue;
+                    };
+                    let job = lease.job.clone();
+                    self.pool
+                        .remote_progress(id, progress.done_weight, progress.nodes);
+                    if let Some(max) = job.spec.max_nodes {
+                        if job.stats().nodes + self.pool.remote_nodes(job.id) >= max {
+                            job.request_stop(EndReason::NodeLimit);
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Some(In::Found(found)) => self.found(found),
+            Some(In::GaveAway(gave)) => {
+                let Some(task) = gave.task else {
+                    return Err(End::Protocol("gave_away.task is missing".into()));
+                };
+                let task = xcc::Task::from(task);
+                let Some((_, lease)) = self.live(gave.lease.as_ref()) else {
+                    return Ok(());
+                };
+                let own = &lease.work.task;
+                let to = own.to;
+                let inside = task.weight.is_finite()
+                    && task.weight >= 0.0
+                    && Cut::of_given(&task).within(&own.path, own.from, to);
+                if !inside || task.path.len() < own.path.len() || lease.delivered < lease.work.skip
+                {
+                    return Err(End::Protocol(format!(
+                        "gave_away: task {:?} is not part of the leased task {own:?} or came too early",
+                        task.path
+                    )));
+                }
+                lease.work.task.cuts.push(Cut::of_given(&task));
+                lease.given += task.weight;
+                let job = lease.job.clone();
+                self.pool.remote_gave_away(&job, task);
+                Ok(())
+            }
+            Some(In::Ended(ended)) => self.ended(ended),
+            Some(In::Draining(_)) => {
+                tracing::info!(worker = %self.id, "worker draining");
+                self.draining = true;
+                Ok(())
+            }
+            Some(In::Hello(_)) => Err(End::Protocol("a second Hello".into())),
+            None => Err(End::Protocol("a message with no content".into())),
+        }
+    }
+
+    /// Delivers the solutions of a report that are new, exactly once.
+    fn found(&mut self, found: pb::Found) -> Result<(), End> {
+        let Some((_, lease)) = self.live(found.lease.as_ref()) else {
+            return Ok(());
+        };
+        let count = if found.solutions.is_empty() {
+            found.count
+        } else {
+            found.solutions.len() as u64
+        };
+        if found.first > lease.delivered {
+            return Err(End::Protocol(format!(
+                "found.first: solution {} reported before solution {}",
+                found.first, lease.delivered
+            )));
+        }
+        let end = found.first + count;
+        if end <= lease.delivered {
+            return Ok(());
+        }
+        let new_from = (lease.delivered - found.first) as usize;
+        let fresh = end - lease.delivered;
+        lease.delivered = end;
+        let job = lease.job.clone();
+        if found.solutions.is_empty() {
+            if job.spec.limit.is_none() {
+                job.add_solutions(fresh);
+            } else {
+                for _ in 0..fresh {
+                    if !job.claim_solution() {
+                        break;
+                    }
+                }
+            }
+            return Ok(());
+        }
+        let mut batch = Vec::with_capacity(fresh as usize);
+        for solution in found.solutions.into_iter().skip(new_from) {
+            if job.spec.limit.is_none() {
+                job.add_solutions(1);
+            } else if !job.claim_solution() {
+                break;
+            }
+            let options = solution.indices;
+            if options
+                .iter()
+                .any(|&o| o as usize >= job.problem.options().len())
+            {
+                return Err(End::Protocol(
+                    "found.solutions: an option index out of range".into(),
+                ));
+            }
+            match job.spec.delivery {
+                Delivery::Keep { .. } => job.keep(options),
+                _ => batch.push(options),
+            }
+        }
+        if let (Some(output), false) = (&job.output, batch.is_empty()) {
+            metrics::counter!("xccd_solutions_streamed_total").increment(batch.len() as u64);
+            output.push_over(Event::Solutions(batch));
+        }
+        Ok(())
+    }
+
+    /// Books the end of a run the worker reports.
+    fn ended(&mut self, ended: pb::TaskEnded) -> Result<(), End> {
+        let Some(lease_ref) = ended.lease else {
+            return Err(End::Protocol("ended.lease is missing".into()));
+        };
+        let Some(lease) = self.leases.get(&lease_ref.id) else {
+            metrics::counter!("xccd_fenced_reports_total").increment(1);
+            return Ok(());
+        };
+        if lease.epoch != lease_ref.epoch {
+            metrics::counter!("xccd_fenced_reports_total").increment(1);
+            return Ok(());
+        }
+        let lease = self.leases.remove(&lease_ref.id).expect("present");
+        self.busy -= 1;
+        self.pool.remote_slot_freed();
+        if lease.revoked {
+            return Ok(());
+        }
+        if let Some(stats) = &ended.statistics {
+            let stats = xcc::Stats::from(stats);
+            metrics::counter!("xccd_nodes_total").increment(stats.nodes);
+            lease.job.add_stats(&stats);
+        }
+        let status = RunStatus::try_from(ended.status).unwrap_or(RunStatus::Unspecified);
+        let end = match status {
+            RunStatus::Exhausted => RunEnd::Exhausted,
+            RunStatus::Checkpointed if lease.delivered >= lease.work.skip => {
+                let own = &lease.work.task;
+                let mut remaining = Vec::with_capacity(ended.remaining.len());
+                for task in ended.remaining {
+                    let task = xcc::Task::from(task);
+                    if !Cut::of_given(&task).within(&own.path, own.from, own.to)
+                        || task.path.len() < own.path.len()
+                    {
+                        tracing::warn!(worker = %self.id, "checkpoint outside its task: rerunning the task");
+                        return self.book(lease_ref.id, &lease, RunEnd::Released(lease.rerun()));
+                    }
+                    remaining.push(Work::new(task));
+                }
+                RunEnd::Checkpointed(remaining)
+            }
+            RunStatus::Failed => RunEnd::Failed(format!(
+                "worker {} ({}) cannot run a task of job-{}: {}",
+                self.id, self.name, lease.job.id, ended.error
+            )),
+            _ => {
+                if !ended.error.is_empty() {
+                    // The worker lacked the problem: send it again.
+                    tracing::warn!(worker = %self.id, error = %ended.error, "lease released");
+                    let digest = &lease.job.wire.get().map(|w| w.digest.clone());
+                    if let Some(digest) = digest {
+                        self.problems.retain(|d| d != digest);
+                    }
+                }
+                RunEnd::Released(lease.rerun())
+            }
+        };
+        self.book(lease_ref.id, &lease, end)
+    }
+
+    fn book(&self, id: u64, lease: &Lease, end: RunEnd) -> Result<(), End> {
+        self.pool
+            .end_remote_run(id, &lease.job, lease.work.task.weight, lease.given, end);
+        Ok(())
+    }
+
+    /// Looks after the running leases: revokes those of stopping jobs, asks
+    /// for checkpoints when a job's buffer is full or another job waits,
+    /// and for a give-away when a slot somewhere is idle.
+    async fn police(&mut self) -> Result<(), End> {
+        let ids: Vec<u64> = self.leases.keys().copied().collect();
+        let mut give_to = None;
+        for id in ids {
+            let lease = &self.leases[&id];
+            if lease.revoked {
+                continue;
+            }
+            let job = lease.job.clone();
+            if job.is_stopping() {
+                let lease = self.leases.get_mut(&id).expect("present");
+                lease.revoked = true;
+                self.pool.end_remote_run(
+                    id,
+                    &job,
+                    lease.work.task.weight,
+                    lease.given,
+                    RunEnd::Stopped,
+                );
+                self.ask(id, AskKind::Revoke).await?;
+                continue;
+            }
+            let stalled = job.output.as_ref().is_some_and(|o| o.is_stalled());
+            let slice_over =
+                lease.started.elapsed() >= REMOTE_SLICE && self.pool.others_waiting(job.id);
+            if (stalled || slice_over) && lease.asked != AskKind::Checkpoint {
+                self.ask(id, AskKind::Checkpoint).await?;
+                continue;
+            }
+            if lease.asked == AskKind::Unspecified || lease.asked == AskKind::GiveAway {
+                let older = give_to.is_none_or(|(_, started)| lease.started < started);
+                if older {
+                    give_to = Some((id, lease.started));
+                }
+            }
+        }
+        if let Some((id, _)) = give_to {
+            if self.pool.is_hungry() && self.last_give_ask.elapsed() >= TICK {
+                self.last_give_ask = Instant::now();
+                self.ask(id, AskKind::GiveAway).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the session: every lease still held is lost.
+    async fn close(mut self, end: End) {
+        let live: Vec<(u64, Lease)> = self.leases.drain().collect();
+        let lost = live.iter().filter(|(_, l)| !l.revoked).count();
+        for (id, lease) in &live {
+            if !lease.revoked {
+                self.pool.end_remote_run(
+                    *id,
+                    &lease.job,
+                    lease.work.task.weight,
+                    lease.given,
+                    RunEnd::Lost(lease.rerun()),
+                );
+            }
+        }
+        self.pool.remote_left(self.slots, self.slots - self.busy);
+        metrics::gauge!("xccd_remote_workers").decrement(1.0);
+        match end {
+            End::Closed => {
+                tracing::info!(worker = %self.id, name = %self.name, lost, "worker left");
+            }
+            End::Broken(status) => {
+                tracing::warn!(worker = %self.id, name = %self.name, lost, error = %status.message(), "worker connection lost");
+            }
+            End::Silent => {
+                tracing::warn!(worker = %self.id, name = %self.name, lost, "worker missed its heartbeats: leases revoked");
+                let _ = self
+                    .tx
+                    .send(Err(Status::deadline_exceeded(
+                        "no heartbeat within the lease timeout: leases revoked; reconnect",
+                    )))
+                    .await;
+            }
+            End::Shutdown => {
+                let _ = self
+                    .tx
+                    .send(Err(Status::unavailable("the coordinator is shutting down")))
+                    .await;
+            }
+            End::Protocol(error) => {
+                tracing::warn!(worker = %self.id, name = %self.name, lost, %error, "worker broke the protocol");
+                let _ = self.tx.send(Err(Status::invalid_argument(error))).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,595 @@
+//! A remote worker (`xccd worker`): connects out to a coordinator, runs the
+//! tasks it leases on the engine, and reports what they find.
+//!
+//! The connection is one bidirectional stream. The async side reads the
+//! coordinator's messages and sends heartbeats; each leased task runs on a
+//! blocking thread that reports its solutions straight into the outgoing
+//! stream, in order, so the coordinator can count them exactly. When the
+//! connection is lost every run is stopped (its lease is gone: the
+//! coordinator has queued the task again) and the worker reconnects with
+//! exponential backoff. On shutdown it *drains*: its runs checkpoint and
+//! hand their remaining work back before it exits.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::Endpoint;
+
+use super::coordinator::{MAX_MESSAGE_BYTES, PROBLEM_CACHE};
+use super::proto::{
+    self as pb, coordinator_client::CoordinatorClient, coordinator_message::Kind as In,
+    worker_message::Kind as Out, AskKind, RunStatus,
+};
+use crate::service::pool::POLL_NODES;
+use crate::xcc::{
+    self, Flow, Problem, ProgressView, Request, RunConfig, SolutionView, Solver, Status, Visitor,
+};
+
+/// How a worker runs.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// The coordinator's URL, e.g. `http://127.0.0.1:50051`.
+    pub coordinator: String,
+    /// Tasks run at once.
+    pub threads: usize,
+    /// Shown in the coordinator's logs.
+    pub name: String,
+    /// First delay before reconnecting; it doubles up to `max_backoff`.
+    pub min_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl WorkerConfig {
+    pub fn new(coordinator: impl Into<String>) -> WorkerConfig {
+        WorkerConfig {
+            coordinator: coordinator.into(),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            name: String::new(),
+            min_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("invalid coordinator URL {url:?}: {reason}")]
+    BadUrl { url: String, reason: String },
+    #[error("the coordinator refused this worker: {0}")]
+    Refused(String),
+}
+
+/// Connection state, for a health service or a test.
+pub trait ConnectionObserver: Send + Sync {
+    fn connected(&self, connected: bool);
+}
+
+impl ConnectionObserver for () {
+    fn connected(&self, _: bool) {}
+}
+
+/// Runs a worker until `shutdown` resolves; a connected worker then drains
+/// (its runs checkpoint back to the coordinator) before this returns.
+pub async fn run(
+    config: WorkerConfig,
+    observer: Arc<dyn ConnectionObserver>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), WorkerError> {
+    let endpoint = Endpoint::from_shared(config.coordinator.clone())
+        .map_err(|e| WorkerError::BadUrl {
+            url: config.coordinator.clone(),
+            reason: e.to_string(),
+        })?
+        .connect_timeout(Duration::from_secs(5))
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(10))
+        .keep_alive_timeout(Duration::from_secs(20));
+    let cache = Arc::new(Cache::default());
+    let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
+    let mut shutdown = std::pin::pin!(shutdown);
+    let mut draining = false;
+    let mut backoff = config.min_backoff;
+    loop {
+        let outcome = {
+            let mut current = std::pin::pin!(session(
+                &endpoint,
+                &config,
+                &cache,
+                &*observer,
+                drain_rx.clone()
+            ));
+            loop {
+                tokio::select! {
+                    outcome = &mut current => break outcome,
+                    () = &mut shutdown, if !draining => {
+                        draining = true;
+                        let _ = drain_tx.send(true);
+                    }
+                }
+            }
+        };
+        observer.connected(false);
+        match outcome {
+            SessionEnd::Drained => return Ok(()),
+            SessionEnd::Refused(reason) => return Err(WorkerError::Refused(reason)),
+            SessionEnd::Lost { reason, was_up } => {
+                if draining {
+                    return Ok(());
+                }
+                if was_up {
+                    backoff = config.min_backoff;
+                }
+                tracing::warn!(%reason, retry_in_ms = backoff.as_millis() as u64, "no connection to the coordinator");
+            }
+        }
+        // Jitter keeps a fleet of workers from reconnecting in lockstep.
+        let jitter = 0.75 + 0.5 * rand_unit();
+        tokio::select! {
+            () = tokio::time::sleep(backoff.mul_f64(jitter)) => {}
+            () = &mut shutdown => return Ok(()),
+        }
+        backoff = (backoff * 2).min(config.max_backoff);
+    }
+}
+
+/// A number in [0, 1) that differs between processes and calls.
+fn rand_unit() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+enum SessionEnd {
+    /// Drained after a shutdown request: exit.
+    Drained,
+    /// The coordinator will not take this worker: exit with an error.
+    Refused(String),
+    /// Reconnect; `was_up` if the session got as far as a Welcome.
+    Lost { reason: String, was_up: bool },
+}
+
+/// Problems by digest, most recently used last, and idle solvers for them.
+/// Its order mirrors the coordinator's record of what this worker holds.
+#[derive(Default)]
+struct Cache {
+    problems: Mutex<VecDeque<(Vec<u8>, Arc<Problem>)>>,
+    solvers: Mutex<HashMap<Vec<u8>, Vec<Solver>>>,
+}
+
+impl Cache {
+    fn insert(&self, digest: Vec<u8>, problem: Arc<Problem>) {
+        let mut problems = self.problems.lock().unwrap();
+        problems.retain(|(d, _)| *d != digest);
+        problems.push_back((digest, problem));
+        while problems.len() > PROBLEM_CACHE {
+            if let Some((gone, _)) = problems.pop_front() {
+                self.solvers.lock().unwrap().remove(&gone);
+            }
+        }
+    }
+
+    /// The problem, marked as the most recently used.
+    fn touch(&self, digest: &[u8]) -> Option<Arc<Problem>> {
+        let mut problems = self.problems.lock().unwrap();
+        let at = problems.iter().position(|(d, _)| d == digest)?;
+        let entry = problems.remove(at).expect("present");
+        let problem = entry.1.clone();
+        problems.push_back(entry);
+        Some(problem)
+    }
+
+    fn take_solver(&self, digest: &[u8], problem: &Problem) -> Solver {
+        let reused = self
+            .solvers
+            .lock()
+            .unwrap()
+            .get_mut(digest)
+            .and_then(Vec::pop);
+        reused.unwrap_or_else(|| Solver::new(problem))
+    }
+
+    fn give_back(&self, digest: Vec<u8>, solver: Solver) {
+        let held = self
+            .problems
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(d, _)| *d == digest);
+        if held {
+            self.solvers
+                .lock()
+                .unwrap()
+                .entry(digest)
+                .or_default()
+                .push(solver);
+        }
+    }
+}
+
+/// What the async side tells a running task, and reads of its progress.
+#[derive(Default)]
+struct RunControl {
+    /// An [`AskKind`] as a number: the coordinator's latest request.
+    ask: AtomicU8,
+    /// The worker is draining: a run that cannot checkpoint yet gives its
+    /// lease back instead.
+    draining: AtomicBool,
+    done_weight: AtomicU64,
+    nodes: AtomicU64,
+}
+
+impl RunControl {
+    fn ask(&self, kind: AskKind) {
+        let kind = kind as u8;
+        // A revocation is final; nothing overrides it.
+        let _ = self
+            .ask
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |old| {
+                (old != AskKind::Revoke as u8).then_some(kind)
+            });
+    }
+
+    /// Takes the pending request (a revocation stays).
+    fn take(&self) -> AskKind {
+        let kind = self.ask.load(Ordering::SeqCst);
+        if kind == AskKind::Revoke as u8 {
+            return AskKind::Revoke;
+        }
+        if kind != 0 {
+            let _ = self
+                .ask
+                .compare_exchange(kind, 0, Ordering::SeqCst, Ordering::SeqCst);
+        }
+        AskKind::try_from(i32::from(kind)).unwrap_or(AskKind::Unspecified)
+    }
+}
+
+fn message(kind: Out) -> pb::WorkerMessage {
+    pb::WorkerMessage { kind: Some(kind) }
+}
+
+/// One connection: from Hello to its end.
+async fn session(
+    endpoint: &Endpoint,
+    config: &WorkerConfig,
+    cache: &Arc<Cache>,
+    observer: &dyn ConnectionObserver,
+    mut drain: tokio::sync::watch::Receiver<bool>,
+) -> SessionEnd {
+    let lost = |reason: String, was_up: bool| SessionEnd::Lost { reason, was_up };
+    let channel = match endpoint.connect().await {
+        Ok(channel) => channel,
+        Err(e) => {
+            return lost(
+                format!("cannot connect to {}: {e}", config.coordinator),
+                false,
+            )
+        }
+    };
+    let mut client = CoordinatorClient::new(channel)
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES);
+    let (tx, rx) = mpsc::channel::<pb::WorkerMessage>(256);
+    let hello = message(Out::Hello(pb::Hello {
+        name: config.name.clone(),
+        threads: config.threads.max(1) as u32,
+        protocol: pb::PROTOCOL_VERSION,
+    }));
+    if tx.send(hello).await.is_err() {
+        return lost("the outgoing stream closed".into(), false);
+    }
+    let mut inbound = match client.work(ReceiverStream::new(rx)).await {
+        Ok(response) => response.into_inner(),
+        Err(status) if status.code() == tonic::Code::FailedPrecondition => {
+            return SessionEnd::Refused(status.message().to_string())
+        }
+        Err(status) => return lost(format!("the coordinator answered {status}"), false),
+    };
+    let welcome = match inbound.message().await {
+        Ok(Some(pb::CoordinatorMessage {
+            kind: Some(In::Welcome(welcome)),
+        })) => welcome,
+        Ok(_) => return lost("the coordinator sent no Welcome".into(), false),
+        Err(status) => return lost(format!("the coordinator answered {status}"), false),
+    };
+    observer.connected(true);
+    tracing::info!(coordinator = %config.coordinator, id = %welcome.worker_id, threads = config.threads, "connected");
+    let heartbeat_every = Duration::from_millis(u64::from(welcome.heartbeat_interval_ms.max(10)));
+    let mut heartbeat = tokio::time::interval(heartbeat_every);
+    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut runs: HashMap<u64, (u32, Arc<RunControl>)> = HashMap::new();
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<u64>();
+    let mut draining = false;
+    let stop_all = |runs: &HashMap<u64, (u32, Arc<RunControl>)>| {
+        for (_, control) in runs.values() {
+            control.ask(AskKind::Revoke);
+        }
+    };
+    loop {
+        if draining && runs.is_empty() {
+            // Everything is handed back: close our side and let the
+            // coordinator see the end of the stream after our last report.
+            drop(tx);
+            let _ = tokio::time::timeout(Duration::from_secs(5), async {
+                while let Ok(Some(_)) = inbound.message().await {}
+            })
+            .await;
+            tracing::info!("drained");
+            return SessionEnd::Drained;
+        }
+        tokio::select! {
+            incoming = inbound.message() => match incoming {
+                Ok(Some(pb::CoordinatorMessage { kind: Some(kind) })) => match kind {
+                    In::Problem(data) => {
+                        if pb::digest(&data.dlx) != data.digest {
+                            tracing::error!("problem data does not match its digest: ignored");
+                            continue;
+                        }
+                        match xcc::dlx_format::parse(&data.dlx) {
+                            Ok(problem) => cache.insert(data.digest, Arc::new(problem)),
+                            Err(e) => tracing::error!(error = %e, "problem data does not parse: ignored"),
+                        }
+                    }
+                    In::Lease(lease) => {
+                        let Some(lease_ref) = lease.lease else { continue };
+                        let problem = cache.touch(&lease.problem_digest);
+                        let control = Arc::new(RunControl::default());
+                        control.draining.store(draining, Ordering::SeqCst);
+                        if draining {
+                            control.ask(AskKind::Checkpoint);
+                        }
+                        runs.insert(lease_ref.id, (lease_ref.epoch, control.clone()));
+                        let (tx, done_tx, cache) = (tx.clone(), done_tx.clone(), cache.clone());
+                        tokio::task::spawn_blocking(move || {
+                            let id = lease_ref.id;
+                            let ended = match problem {
+                                Some(problem) => run_lease(&lease, &problem, &cache, &control, &tx),
+                                None => pb::TaskEnded {
+                                    lease: Some(lease_ref),
+                                    status: RunStatus::Released as i32,
+                                    error: "the problem of this lease is not in the worker's cache".into(),
+                                    ..pb::TaskEnded::default()
+                                },
+                            };
+                            let _ = tx.blocking_send(message(Out::Ended(ended)));
+                            let _ = done_tx.send(id);
+                        });
+                    }
+                    In::Ask(ask) => {
+                        let Some(lease_ref) = ask.lease else { continue };
+                        if let Some((_, control)) = runs.get(&lease_ref.id) {
+                            control.ask(AskKind::try_from(ask.kind).unwrap_or(AskKind::Unspecified));
+                        }
+                    }
+                    In::Welcome(_) => {}
+                },
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    stop_all(&runs);
+                    return lost("the coordinator closed the stream".into(), true);
+                }
+                Err(status) => {
+                    stop_all(&runs);
+                    return lost(format!("the stream broke: {}", status.message()), true);
+                }
+            },
+            _ = heartbeat.tick() => {
+                let leases = runs
+                    .iter()
+                    .map(|(&id, (epoch, control))| pb::LeaseProgress {
+                        lease: Some(pb::LeaseRef { id, epoch: *epoch }),
+                        done_weight: f64::from_bits(control.done_weight.load(Ordering::SeqCst)),
+                        nodes: control.nodes.load(Ordering::SeqCst),
+                    })
+                    .collect();
+                if tx.send(message(Out::Heartbeat(pb::Heartbeat { leases }))).await.is_err() {
+                    stop_all(&runs);
+                    return lost("the outgoing stream closed".into(), true);
+                }
+            }
+            Some(id) = done_rx.recv() => {
+                runs.remove(&id);
+            }
+            changed = drain.changed(), if !draining => {
+                if changed.is_err() || *drain.borrow() {
+                    draining = true;
+                    tracing::info!(running = runs.len(), "draining: checkpointing the running tasks");
+                    let _ = tx.send(message(Out::Draining(pb::Draining {}))).await;
+                    for (_, control) in runs.values() {
+                        control.draining.store(true, Ordering::SeqCst);
+                        control.ask(AskKind::Checkpoint);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs one leased task to its end and says how it ended. Solutions and
+/// give-aways go out as they happen.
+fn run_lease(
+    lease: &pb::Lease,
+    problem: &Arc<Problem>,
+    cache: &Cache,
+    control: &RunControl,
+    tx: &mpsc::Sender<pb::WorkerMessage>,
+) -> pb::TaskEnded {
+    let lease_ref = lease.lease;
+    let task: xcc::Task = lease.task.clone().unwrap_or_default().into();
+    let mut solver = cache.take_solver(&lease.problem_digest, problem);
+    let config = RunConfig {
+        poll_interval: POLL_NODES,
+        ..RunConfig::default()
+    };
+    let mut visitor = RemoteVisitor {
+        lease: lease_ref,
+        tx,
+        control,
+        skip: lease.skip,
+        seen: 0,
+        want_solutions: lease.want_solutions,
+        batch_size: (lease.batch_size as usize).clamp(1, 4096),
+        batch: Vec::new(),
+        batch_first: 0,
+        unsent: 0,
+        last_flush: Instant::now(),
+        released: false,
+        disconnected: false,
+    };
+    let result = solver.run(&task, &config, &mut visitor);
+    visitor.flush();
+    let released = visitor.released;
+    cache.give_back(lease.problem_digest.clone(), solver);
+    let mut ended = pb::TaskEnded {
+        lease: lease_ref,
+        ..pb::TaskEnded::default()
+    };
+    match result {
+        Ok(outcome) => {
+            ended.statistics = Some((&outcome.stats).into());
+            ended.status = match outcome.status {
+                Status::Exhausted => RunStatus::Exhausted,
+                Status::Checkpointed => {
+                    ended.remaining = outcome.remaining.iter().map(Into::into).collect();
+                    RunStatus::Checkpointed
+                }
+                _ if released => RunStatus::Released,
+                _ => RunStatus::Stopped,
+            } as i32;
+        }
+        Err(e) => {
+            ended.status = RunStatus::Failed as i32;
+            ended.error = e.to_string();
+        }
+    }
+    ended
+}
+
+/// Connects a run to the coordinator's stream.
+struct RemoteVisitor<'a> {
+    lease: Option<pb::LeaseRef>,
+    tx: &'a mpsc::Sender<pb::WorkerMessage>,
+    control: &'a RunControl,
+    /// Solutions delivered by earlier runs of this task: not reported, and
+    /// no work leaves this run before they have been seen again.
+    skip: u64,
+    /// Solutions found by this run.
+    seen: u64,
+    want_solutions: bool,
+    batch_size: usize,
+    batch: Vec<pb::Options>,
+    /// Index (in the task's solution order) of the first unsent solution.
+    batch_first: u64,
+    /// Solutions counted but not yet reported (counts only).
+    unsent: u64,
+    last_flush: Instant,
+    /// Stopped while draining before it could checkpoint.
+    released: bool,
+    /// The stream is gone: the lease is lost, stop.
+    disconnected: bool,
+}
+
+/// How long found solutions may wait before they are reported.
+const FLUSH_EVERY: Duration = Duration::from_millis(50);
+
+impl RemoteVisitor<'_> {
+    fn caught_up(&self) -> bool {
+        self.seen >= self.skip
+    }
+
+    /// Reports the solutions found since the last report.
+    fn flush(&mut self) {
+        self.last_flush = Instant::now();
+        let count = if self.want_solutions {
+            self.batch.len() as u64
+        } else {
+            self.unsent
+        };
+        if count == 0 || self.disconnected {
+            return;
+        }
+        let found = pb::Found {
+            lease: self.lease,
+            first: self.batch_first,
+            count,
+            solutions: std::mem::take(&mut self.batch),
+        };
+        self.batch_first += count;
+        self.unsent = 0;
+        if self.tx.blocking_send(message(Out::Found(found))).is_err() {
+            self.disconnected = true;
+        }
+    }
+}
+
+impl Visitor for RemoteVisitor<'_> {
+    fn solution(&mut self, solution: &SolutionView<'_>) -> Flow {
+        let index = self.seen;
+        self.seen += 1;
+        if index < self.skip {
+            self.batch_first = self.seen;
+            return Flow::Continue;
+        }
+        if self.want_solutions {
+            self.batch.push(pb::Options {
+                indices: solution.options().into_iter().map(|o| o as u32).collect(),
+            });
+            if self.batch.len() >= self.batch_size {
+                self.flush();
+            }
+        } else {
+            self.unsent += 1;
+        }
+        if self.disconnected {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    }
+
+    fn poll(&mut self, progress: &ProgressView<'_>) -> Request {
+        self.control
+            .done_weight
+            .store(progress.done_weight.to_bits(), Ordering::SeqCst);
+        self.control
+            .nodes
+            .store(progress.stats.nodes, Ordering::SeqCst);
+        if self.last_flush.elapsed() >= FLUSH_EVERY {
+            self.flush();
+        }
+        if self.disconnected {
+            return Request::Stop;
+        }
+        match self.control.take() {
+            AskKind::Revoke => Request::Stop,
+            AskKind::Checkpoint if self.caught_up() => Request::Checkpoint,
+            AskKind::Checkpoint if self.control.draining.load(Ordering::SeqCst) => {
+                self.released = true;
+                Request::Stop
+            }
+            AskKind::GiveAway if self.caught_up() => Request::GiveAway,
+            // Asked too early: a checkpoint is asked again by the
+            // coordinator's next look if still wanted.
+            _ => Request::Continue,
+        }
+    }
+
+    fn given_away(&mut self, task: xcc::Task) {
+        // Reports stay in search order: the solutions found before the cut first.
+        self.flush();
+        let gave = pb::GaveAway {
+            lease: self.lease,
+            task: Some((&task).into()),
+        };
+        if self.tx.blocking_send(message(Out::GaveAway(gave))).is_err() {
+            self.disconnected = true;
+        }
+    }
+}
