@@ -119,6 +119,8 @@ struct Shared {
     hungry: AtomicBool,
     /// Jobs with a task ready to run.
     ready_jobs: AtomicUsize,
+    /// Runs lost with their remote worker, since the start.
+    lost: AtomicU64,
     slots: Vec<WorkerSlot>,
     /// Wakes the remote workers' sessions when work may be available or
     /// wanted (the local threads wait on `work`).
@@ -143,6 +145,7 @@ impl Pool {
             next_id: AtomicU64::new(1),
             hungry: AtomicBool::new(false),
             ready_jobs: AtomicUsize::new(0),
+            lost: AtomicU64::new(0),
             slots: (0..threads).map(|_| WorkerSlot::default()).collect(),
             remote_wake: tokio::sync::Notify::new(),
         });
@@ -278,6 +281,11 @@ impl Pool {
     pub fn busy_workers(&self) -> usize {
         let state = self.shared.state.lock().unwrap();
         (self.shared.threads + state.remote_slots).saturating_sub(state.idle)
+    }
+
+    /// Runs lost with their remote worker (and queued again) so far.
+    pub fn tasks_lost(&self) -> u64 {
+        self.shared.lost.load(Ordering::SeqCst)
     }
 
     /// Task slots of the remote workers connected now.
@@ -520,6 +528,7 @@ impl Shared {
             RunEnd::Stopped => {}
             RunEnd::Lost(mut work) => {
                 work.attempts += 1;
+                self.lost.fetch_add(1, Ordering::SeqCst);
                 metrics::counter!("xccd_tasks_lost_total").increment(1);
                 if work.attempts >= self.max_attempts {
                     job.fail(format!(

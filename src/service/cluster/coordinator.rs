@@ -158,6 +158,7 @@ impl coordinator_server::Coordinator for CoordinatorApi {
             draining: false,
             last_seen: Instant::now(),
             last_give_ask: Instant::now(),
+            fenced: Vec::new(),
             tx,
         };
         tokio::spawn(session.run(inbound));
@@ -222,6 +223,8 @@ struct Session {
     draining: bool,
     last_seen: Instant,
     last_give_ask: Instant,
+    /// Leases named in reports that this session does not hold.
+    fenced: Vec<pb::LeaseRef>,
     tx: mpsc::Sender<Result<pb::CoordinatorMessage, Status>>,
 }
 
@@ -240,7 +243,10 @@ impl Session {
                 message = inbound.message() => match message {
                     Ok(Some(message)) => {
                         self.last_seen = Instant::now();
-                        self.handle(message).await
+                        match self.handle(message).await {
+                            Ok(()) => self.revoke_fenced().await,
+                            Err(end) => Err(end),
+                        }
                     }
                     Ok(None) => Err(End::Closed),
                     Err(status) => Err(End::Broken(status)),
@@ -262,6 +268,18 @@ impl Session {
             }
         };
         self.close(end).await;
+    }
+
+    /// Tells the worker to stop runs on leases it does not hold (any more).
+    async fn revoke_fenced(&mut self) -> Result<(), End> {
+        for lease in std::mem::take(&mut self.fenced) {
+            self.send(Out::Ask(pb::Ask {
+                lease: Some(lease),
+                kind: AskKind::Revoke as i32,
+            }))
+            .await?;
+        }
+        Ok(())
     }
 
     /// Gives idle slots a task each, while the pool has ready ones.
@@ -366,16 +384,20 @@ impl Session {
     /// epoch and has not revoked it. Anything else is fenced off.
     fn live(&mut self, lease: Option<&pb::LeaseRef>) -> Option<(u64, &mut Lease)> {
         let lease_ref = lease?;
-        match self.leases.get_mut(&lease_ref.id) {
-            Some(lease) if lease.epoch == lease_ref.epoch && !lease.revoked => {
-                Some((lease_ref.id, lease))
+        let held = self
+            .leases
+            .get(&lease_ref.id)
+            .map(|lease| lease.epoch == lease_ref.epoch && !lease.revoked);
+        if held != Some(true) {
+            metrics::counter!("xccd_fenced_reports_total").increment(1);
+            tracing::debug!(worker = %self.id, lease = lease_ref.id, "report on a lease not held: ignored");
+            if held.is_none() {
+                self.fenced.push(*lease_ref);
             }
-            _ => {
-                metrics::counter!("xccd_fenced_reports_total").increment(1);
-                tracing::debug!(worker = %self.id, lease = lease_ref.id, "report on a lease not held: ignored");
-                None
-            }
+            return None;
         }
+        let lease = self.leases.get_mut(&lease_ref.id).expect("held");
+        Some((lease_ref.id, lease))
     }
 
     async fn handle(&mut self, message: pb::WorkerMessage) -> Result<(), End> {

@@ -1,0 +1,757 @@
+//! Remote workers, over loopback: a coordinator (in this process, with no
+//! local threads) and `xccd worker` processes, or fake workers that speak
+//! the protocol by hand to break its rules on purpose.
+//!
+//! What must hold whatever the workers do: every solution is delivered
+//! exactly once, and the set equals the in-process run. Faults are real:
+//! `kill -9`, SIGSTOP past the lease timeout then SIGCONT, late workers,
+//! SIGTERM (drain), a coordinator restart. The tests run one at a time
+//! (they count the pool's lost runs and connected slots).
+
+#![allow(clippy::needless_update)]
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tonic::transport::Channel;
+use tonic::{Code, Status, Streaming};
+use xccd::service::cluster::proto as wire;
+use xccd::service::cluster::{ClusterConfig, WorkerConfig};
+use xccd::service::proto as pb;
+use xccd::service::server::{start, RunningServer, ServeConfig};
+use xccd::service::{Delivery, JobSpec, PoolConfig};
+use xccd::xcc::{dlx_format, Collect, Problem, RunConfig, Solver, Task};
+
+use pb::enumerate_response::Event;
+use wire::coordinator_message::Kind as FromCoordinator;
+use wire::worker_message::Kind as ToCoordinator;
+
+type Client = pb::solver_service_client::SolverServiceClient<Channel>;
+
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
+/// The bound of one whole search, faults included.
+const SEARCH: Duration = Duration::from_secs(180);
+
+// ---------------------------------------------------------------------------
+// Fixtures
+// ---------------------------------------------------------------------------
+
+fn instance(name: &str) -> String {
+    let path = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/bench/instances"
+    ))
+    .join(format!("{name}.dlx"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn parse(text: &str) -> Problem {
+    dlx_format::parse(text).expect("benchmark instances parse")
+}
+
+/// Every solution, from the engine in this process.
+fn all_solutions(problem: &Problem) -> BTreeSet<Vec<u32>> {
+    let mut collect = Collect::default();
+    Solver::new(problem)
+        .run(&Task::root(), &RunConfig::default(), &mut collect)
+        .expect("the root task is valid");
+    collect
+        .solutions
+        .iter()
+        .map(|s| s.iter().map(|&o| o as u32).collect())
+        .collect()
+}
+
+/// A coordinator with no local threads and quick heartbeats.
+async fn coordinator(
+    listen: SocketAddr,
+    lease_timeout: Duration,
+    max_attempts: u32,
+) -> RunningServer {
+    start(ServeConfig {
+        listen,
+        pool: PoolConfig {
+            threads: 0,
+            max_jobs: 16,
+            max_attempts,
+        },
+        cluster: ClusterConfig {
+            heartbeat_interval: Duration::from_millis(100),
+            lease_timeout,
+        },
+        ..ServeConfig::default()
+    })
+    .await
+    .expect("the coordinator starts on loopback")
+}
+
+fn any_port() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+async fn connect(addr: SocketAddr) -> Client {
+    let channel = Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .expect("connect to the coordinator");
+    Client::new(channel).max_decoding_message_size(64 << 20)
+}
+
+/// Polls `cond` every 10 ms until it holds.
+async fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// An `xccd worker` process; killed when dropped.
+struct WorkerProcess {
+    child: Child,
+    name: String,
+}
+
+impl WorkerProcess {
+    fn start(addr: SocketAddr, name: &str) -> WorkerProcess {
+        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cluster-{name}.log"));
+        let child = Command::new(XCCD)
+            .args([
+                "worker",
+                "--coordinator",
+                &format!("http://{addr}"),
+                "--threads",
+                "1",
+            ])
+            .args(["--name", name])
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).expect("a log file"))
+            .spawn()
+            .expect("start xccd worker");
+        WorkerProcess {
+            child,
+            name: name.to_string(),
+        }
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} {}", self.name);
+    }
+
+    fn kill9(&mut self) {
+        self.child.kill().expect("kill -9");
+        self.child.wait().expect("reap");
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What an enumeration delivered.
+struct Delivered {
+    solutions: Vec<Vec<u32>>,
+    summary: pb::Summary,
+}
+
+fn enumerate_request(text: &str, count_only: bool) -> pb::EnumerateRequest {
+    pb::EnumerateRequest {
+        problem: Some(pb::Problem {
+            source: Some(pb::problem::Source::Dlx(text.to_string())),
+        }),
+        count_only,
+        batch_size: 512,
+        progress_interval_seconds: 0.2,
+        ..Default::default()
+    }
+}
+
+async fn open(
+    client: &mut Client,
+    text: &str,
+    count_only: bool,
+) -> Streaming<pb::EnumerateResponse> {
+    client
+        .enumerate(enumerate_request(text, count_only))
+        .await
+        .expect("Enumerate starts")
+        .into_inner()
+}
+
+/// Reads a stream to its summary; the error status, if it ends with one.
+async fn drain(mut stream: Streaming<pb::EnumerateResponse>) -> (Delivered, Option<Status>) {
+    let mut solutions = Vec::new();
+    let mut summary = None;
+    let read = async {
+        loop {
+            match stream.message().await {
+                Ok(Some(message)) => match message.event.expect("an event") {
+                    Event::Solutions(batch) => {
+                        solutions.extend(batch.solutions.into_iter().map(|s| s.option_indices))
+                    }
+                    Event::Progress(_) => {}
+                    Event::Summary(s) => summary = Some(s),
+                },
+                Ok(None) => return None,
+                Err(status) => return Some(status),
+            }
+        }
+    };
+    let status = tokio::time::timeout(SEARCH, read)
+        .await
+        .expect("the enumeration ends in time");
+    let summary = summary.unwrap_or_else(|| panic!("no summary; status {status:?}"));
+    (Delivered { solutions, summary }, status)
+}
+
+/// Checks a complete enumeration against the in-process solution set:
+/// same count, same set, no duplicate.
+fn check_exact(name: &str, delivered: &Delivered, expected: &BTreeSet<Vec<u32>>) {
+    assert_eq!(
+        delivered.summary.reason,
+        pb::EndReason::Complete as i32,
+        "{name}: {:?}",
+        delivered.summary
+    );
+    assert_eq!(
+        delivered.summary.solutions,
+        expected.len() as u64,
+        "{name}: count"
+    );
+    assert_eq!(
+        delivered.solutions.len(),
+        expected.len(),
+        "{name}: streamed"
+    );
+    let set: BTreeSet<Vec<u32>> = delivered.solutions.iter().cloned().collect();
+    assert_eq!(set.len(), delivered.solutions.len(), "{name}: duplicates");
+    assert!(set == *expected, "{name}: not the in-process solution set");
+}
+
+// ---------------------------------------------------------------------------
+// Worker processes
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_worker_processes_give_the_in_process_results() {
+    let _serial = SERIAL.lock().await;
+    let server = coordinator(any_port(), Duration::from_secs(2), 3).await;
+    let workers: Vec<WorkerProcess> = (1..=3)
+        .map(|i| WorkerProcess::start(server.addr, &format!("three-{i}")))
+        .collect();
+    let pool = server.pool.clone();
+    wait_for("three workers join", Duration::from_secs(30), || {
+        pool.remote_slots() == 3
+    })
+    .await;
+    let mut client = connect(server.addr).await;
+    // X, C and M problems, streamed, compared with the engine in-process.
+    for name in [
+        "queens10",
+        "latin4",
+        "color_torus4x4w2x2",
+        "mcc_rowcol5k2",
+        "langford8",
+    ] {
+        let text = instance(name);
+        let expected = all_solutions(&parse(&text));
+        let (delivered, status) = drain(open(&mut client, &text, false).await).await;
+        assert!(status.is_none(), "{name}: {status:?}");
+        check_exact(name, &delivered, &expected);
+    }
+    // A bigger count, not streamed.
+    let (delivered, _) = drain(open(&mut client, &instance("latin5"), true).await).await;
+    assert_eq!(delivered.summary.reason, pb::EndReason::Complete as i32);
+    assert_eq!(delivered.summary.solutions, 161_280);
+    assert!(delivered.solutions.is_empty());
+    // Solve (kept solutions) goes through the workers too.
+    let solved = client
+        .solve(pb::SolveRequest {
+            problem: Some(pb::Problem {
+                source: Some(pb::problem::Source::Dlx(instance("sudoku_hard17"))),
+            }),
+            limit: 2,
+            ..Default::default()
+        })
+        .await
+        .expect("Solve")
+        .into_inner();
+    assert!(solved.exhausted);
+    assert_eq!(solved.solutions.len(), 1, "the sudoku has one solution");
+    assert_eq!(pool.tasks_lost(), 0);
+    // The coordinator stops while the workers are still connected.
+    tokio::time::timeout(Duration::from_secs(30), server.shutdown())
+        .await
+        .expect("the coordinator shuts down with workers connected")
+        .expect("clean shutdown");
+    drop(workers);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_stalled_and_late_workers_change_nothing() {
+    let _serial = SERIAL.lock().await;
+    // Losses may hit one task several times here: allow many attempts.
+    let lease_timeout = Duration::from_millis(600);
+    let server = coordinator(any_port(), lease_timeout, 50).await;
+    let addr = server.addr;
+    let pool = server.pool.clone();
+    let mut workers: Vec<WorkerProcess> = (1..=3)
+        .map(|i| WorkerProcess::start(addr, &format!("fault-{i}")))
+        .collect();
+    wait_for("three workers join", Duration::from_secs(30), || {
+        pool.remote_slots() == 3
+    })
+    .await;
+    let text = instance("queens14");
+    let expected = tokio::task::spawn_blocking({
+        let text = text.clone();
+        move || all_solutions(&parse(&text))
+    });
+    let mut client = connect(addr).await;
+    let stream = open(&mut client, &text, false).await;
+    let reading = tokio::spawn(drain(stream));
+    // The faults, while the search runs. Each is checked to have hit a
+    // running search (the job is still active when it happens).
+    let mut during = 0;
+    let mut step = |what: &str, pool: &xccd::service::Pool| {
+        if pool.active_jobs() > 0 {
+            during += 1;
+        }
+        eprintln!("fault: {what} (active jobs {})", pool.active_jobs());
+    };
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    workers[0].kill9();
+    step("kill -9 fault-1", &pool);
+    workers[0] = WorkerProcess::start(addr, "fault-1b");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    workers[1].signal("-STOP");
+    step("SIGSTOP fault-2", &pool);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    workers[2].kill9();
+    step("kill -9 fault-3", &pool);
+    workers[2] = WorkerProcess::start(addr, "fault-3b");
+    tokio::time::sleep(lease_timeout + Duration::from_millis(400)).await;
+    workers[1].signal("-CONT");
+    step("SIGCONT fault-2", &pool);
+    workers.push(WorkerProcess::start(addr, "fault-late"));
+    step("late worker", &pool);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    workers[0].kill9();
+    step("kill -9 fault-1b", &pool);
+    workers[0] = WorkerProcess::start(addr, "fault-1c");
+    let (delivered, status) = reading.await.unwrap();
+    assert!(status.is_none(), "{status:?}");
+    let lost = pool.tasks_lost();
+    eprintln!(
+        "queens14 under faults: {} solutions, {lost} runs lost, {during} faults during the search",
+        delivered.solutions.len()
+    );
+    check_exact(
+        "queens14 under faults",
+        &delivered,
+        &expected.await.unwrap(),
+    );
+    assert!(
+        during >= 3,
+        "the faults came after the search ended: the test tested nothing"
+    );
+    assert!(
+        lost >= 2,
+        "no run was lost ({lost}): the faults missed the search"
+    );
+    // The stalled worker came back, was fenced off, and reconnected.
+    wait_for("all workers connected", Duration::from_secs(30), || {
+        pool.remote_slots() == 4
+    })
+    .await;
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_drains_on_sigterm_and_loses_nothing() {
+    let _serial = SERIAL.lock().await;
+    let server = coordinator(any_port(), Duration::from_secs(2), 3).await;
+    let pool = server.pool.clone();
+    let mut first = WorkerProcess::start(server.addr, "drain-1");
+    wait_for("the worker joins", Duration::from_secs(30), || {
+        pool.remote_slots() == 1
+    })
+    .await;
+    let mut client = connect(server.addr).await;
+    let stream = open(&mut client, &instance("queens14"), true).await;
+    let reading = tokio::spawn(drain(stream));
+    wait_for("the search runs", Duration::from_secs(30), || {
+        pool.busy_workers() == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    first.signal("-TERM");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = first.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "the worker did not exit after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(status.success(), "a drained worker exits 0, not {status}");
+    wait_for("the worker leaves", Duration::from_secs(10), || {
+        pool.remote_slots() == 0
+    })
+    .await;
+    assert_eq!(pool.active_jobs(), 1, "the job waits for a worker");
+    assert!(pool.queued_tasks() >= 1, "the drained work is queued");
+    assert_eq!(pool.tasks_lost(), 0, "draining loses no run");
+    let _second = WorkerProcess::start(server.addr, "drain-2");
+    let (delivered, status) = reading.await.unwrap();
+    assert!(status.is_none(), "{status:?}");
+    assert_eq!(delivered.summary.reason, pb::EndReason::Complete as i32);
+    assert_eq!(delivered.summary.solutions, 365_596);
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_reconnects_after_the_coordinator_restarts() {
+    let _serial = SERIAL.lock().await;
+    let server = coordinator(any_port(), Duration::from_secs(2), 3).await;
+    let addr = server.addr;
+    let _worker = WorkerProcess::start(addr, "reconnect");
+    let pool = server.pool.clone();
+    wait_for("the worker joins", Duration::from_secs(30), || {
+        pool.remote_slots() == 1
+    })
+    .await;
+    let mut client = connect(addr).await;
+    let (delivered, _) = drain(open(&mut client, &instance("queens8"), true).await).await;
+    assert_eq!(delivered.summary.solutions, 92);
+    server.shutdown().await.expect("clean shutdown");
+    drop(client);
+    // A new coordinator on the same address: the worker finds it.
+    let server = coordinator(addr, Duration::from_secs(2), 3).await;
+    let pool = server.pool.clone();
+    wait_for("the worker comes back", Duration::from_secs(30), || {
+        pool.remote_slots() == 1
+    })
+    .await;
+    let mut client = connect(addr).await;
+    let (delivered, _) = drain(open(&mut client, &instance("queens9"), true).await).await;
+    assert_eq!(delivered.summary.reason, pb::EndReason::Complete as i32);
+    assert_eq!(delivered.summary.solutions, 352);
+    server.shutdown().await.expect("clean shutdown");
+}
+
+// ---------------------------------------------------------------------------
+// Fake workers: the protocol by hand
+// ---------------------------------------------------------------------------
+
+/// A hand-driven connection to the coordinator.
+struct FakeWorker {
+    tx: tokio::sync::mpsc::Sender<wire::WorkerMessage>,
+    inbound: Streaming<wire::CoordinatorMessage>,
+}
+
+impl FakeWorker {
+    async fn connect(addr: SocketAddr) -> FakeWorker {
+        let channel = Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+            .expect("connect");
+        let mut client = wire::coordinator_client::CoordinatorClient::new(channel);
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        tx.send(message(ToCoordinator::Hello(wire::Hello {
+            name: "fake".into(),
+            threads: 1,
+            protocol: wire::PROTOCOL_VERSION,
+        })))
+        .await
+        .unwrap();
+        let inbound = client
+            .work(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+            .expect("the coordinator takes the worker")
+            .into_inner();
+        let mut fake = FakeWorker { tx, inbound };
+        match fake.next().await {
+            FromCoordinator::Welcome(_) => {}
+            other => panic!("expected a Welcome, got {other:?}"),
+        }
+        fake
+    }
+
+    async fn next(&mut self) -> FromCoordinator {
+        let message = tokio::time::timeout(Duration::from_secs(30), self.inbound.message())
+            .await
+            .expect("a message in time")
+            .expect("the stream is up")
+            .expect("the stream goes on");
+        message.kind.expect("a kind")
+    }
+
+    /// Skips problem data and asks until a lease comes.
+    async fn next_lease(&mut self) -> wire::Lease {
+        loop {
+            match self.next().await {
+                FromCoordinator::Lease(lease) => return lease,
+                FromCoordinator::Problem(_) | FromCoordinator::Ask(_) => {}
+                FromCoordinator::Welcome(_) => panic!("a second Welcome"),
+            }
+        }
+    }
+
+    async fn send(&self, kind: ToCoordinator) {
+        self.tx.send(message(kind)).await.expect("send");
+    }
+}
+
+fn message(kind: ToCoordinator) -> wire::WorkerMessage {
+    wire::WorkerMessage { kind: Some(kind) }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_keeps_losing_its_workers_fails_its_job() {
+    let _serial = SERIAL.lock().await;
+    let server = coordinator(any_port(), Duration::from_secs(2), 3).await;
+    let mut client = connect(server.addr).await;
+    let stream = open(&mut client, &instance("queens8"), true).await;
+    let reading = tokio::spawn(drain(stream));
+    let mut epochs = Vec::new();
+    for _ in 0..3 {
+        // Take the task and vanish, as a worker that crashes on it would.
+        let mut fake = FakeWorker::connect(server.addr).await;
+        let lease = fake.next_lease().await;
+        epochs.push(lease.lease.unwrap().epoch);
+        drop(fake);
+    }
+    assert_eq!(epochs, [0, 1, 2], "each attempt is a new epoch");
+    let (delivered, status) = reading.await.unwrap();
+    assert_eq!(delivered.summary.reason, pb::EndReason::Failed as i32);
+    assert!(
+        delivered
+            .summary
+            .error
+            .contains("lost with its worker 3 times"),
+        "{}",
+        delivered.summary.error
+    );
+    let status = status.expect("the stream ends with an error");
+    assert_eq!(status.code(), Code::Aborted);
+    assert_eq!(server.pool.tasks_lost(), 3);
+    assert_eq!(server.pool.active_jobs(), 0);
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reports_on_leases_not_held_are_ignored_and_delivery_stays_exact() {
+    let _serial = SERIAL.lock().await;
+    let lease_timeout = Duration::from_millis(500);
+    let server = coordinator(any_port(), lease_timeout, 5).await;
+    let addr = server.addr;
+    let mut client = connect(addr).await;
+    let stream = open(&mut client, &instance("queens8"), true).await;
+    let reading = tokio::spawn(drain(stream));
+
+    // A takes the task, reports 5 solutions, then goes silent.
+    let mut a = FakeWorker::connect(addr).await;
+    let lease = a.next_lease().await;
+    let old = lease.lease.unwrap();
+    assert_eq!((old.epoch, lease.skip), (0, 0));
+    a.send(ToCoordinator::Found(wire::Found {
+        lease: Some(old),
+        first: 0,
+        count: 5,
+        solutions: Vec::new(),
+    }))
+    .await;
+    let silent = Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match a.inbound.message().await {
+                Ok(Some(_)) => continue,
+                Ok(None) => return None,
+                Err(status) => return Some(status),
+            }
+        }
+    })
+    .await
+    .expect("the coordinator drops a silent worker");
+    let waited = silent.elapsed();
+    assert!(
+        waited >= lease_timeout,
+        "dropped after {waited:?}, before the lease timeout"
+    );
+    assert_eq!(ended.map(|s| s.code()), Some(Code::DeadlineExceeded));
+
+    // A comes back: it gets the task again, with the 5 solutions to skip,
+    // and its reports on the old lease change nothing.
+    let mut a = FakeWorker::connect(addr).await;
+    let again = a.next_lease().await;
+    let new = again.lease.unwrap();
+    assert_eq!(again.skip, 5, "the rerun skips what was delivered");
+    assert_eq!(new.epoch, 1);
+    assert_ne!(new.id, old.id);
+    assert_eq!(
+        again.task.as_ref().map(|t| t.path.clone()),
+        lease.task.as_ref().map(|t| t.path.clone())
+    );
+    a.send(ToCoordinator::Found(wire::Found {
+        lease: Some(old),
+        first: 5,
+        count: 1000,
+        solutions: Vec::new(),
+    }))
+    .await;
+    // The old lease is revoked.
+    loop {
+        match a.next().await {
+            FromCoordinator::Ask(ask) if ask.lease == Some(old) => {
+                assert_eq!(ask.kind, wire::AskKind::Revoke as i32);
+                break;
+            }
+            _ => {}
+        }
+    }
+    // Duplicates of what was delivered are dropped too: first 0, count 5.
+    a.send(ToCoordinator::Found(wire::Found {
+        lease: Some(new),
+        first: 0,
+        count: 5,
+        solutions: Vec::new(),
+    }))
+    .await;
+    // A drains: it takes no more work and gives the new lease back; a real
+    // worker finishes the job.
+    a.send(ToCoordinator::Draining(wire::Draining {})).await;
+    a.send(ToCoordinator::Ended(wire::TaskEnded {
+        lease: Some(new),
+        status: wire::RunStatus::Released as i32,
+        ..Default::default()
+    }))
+    .await;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut config = WorkerConfig::new(format!("http://{addr}"));
+    config.threads = 1;
+    let real = tokio::spawn(xccd::service::cluster::worker::run(
+        config,
+        Arc::new(()),
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
+    let (delivered, status) = reading.await.unwrap();
+    assert!(status.is_none(), "{status:?}");
+    assert_eq!(delivered.summary.reason, pb::EndReason::Complete as i32);
+    assert_eq!(
+        delivered.summary.solutions, 92,
+        "5 from the fake worker, 87 from the real one, nothing twice"
+    );
+    assert_eq!(server.pool.tasks_lost(), 1);
+    let _ = stop_tx.send(());
+    tokio::time::timeout(Duration::from_secs(10), real)
+        .await
+        .expect("the in-process worker stops")
+        .unwrap()
+        .expect("no error");
+    drop(a);
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_must_say_hello_in_the_right_protocol() {
+    let _serial = SERIAL.lock().await;
+    let server = coordinator(any_port(), Duration::from_secs(2), 3).await;
+    let channel = Channel::from_shared(format!("http://{}", server.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut client = wire::coordinator_client::CoordinatorClient::new(channel);
+    for (hello, code) in [
+        (
+            wire::Hello {
+                name: "old".into(),
+                threads: 1,
+                protocol: wire::PROTOCOL_VERSION + 1,
+            },
+            Code::FailedPrecondition,
+        ),
+        (
+            wire::Hello {
+                name: "none".into(),
+                threads: 0,
+                protocol: wire::PROTOCOL_VERSION,
+            },
+            Code::InvalidArgument,
+        ),
+    ] {
+        let first = message(ToCoordinator::Hello(hello));
+        let status = client
+            .work(tokio_stream::iter([first]))
+            .await
+            .expect_err("refused");
+        assert_eq!(status.code(), code, "{}", status.message());
+    }
+    let heartbeat = message(ToCoordinator::Heartbeat(wire::Heartbeat::default()));
+    let status = client
+        .work(tokio_stream::iter([heartbeat]))
+        .await
+        .expect_err("refused");
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(status.message().contains("Hello"), "{}", status.message());
+    assert_eq!(server.pool.remote_slots(), 0);
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn searches_with_side_conditions_need_local_threads() {
+    struct Connected;
+    impl xccd::service::job::SideCondition for Connected {
+        fn accept(&self, _: &[usize]) -> bool {
+            true
+        }
+        fn accept_partial(&self, _: &[usize]) -> bool {
+            true
+        }
+        fn prunes(&self) -> bool {
+            false
+        }
+    }
+    let _serial = SERIAL.lock().await;
+    let server = coordinator(any_port(), Duration::from_secs(2), 3).await;
+    let refused = server.pool.submit(
+        Arc::new(parse(&instance("queens8"))),
+        JobSpec {
+            limit: None,
+            max_nodes: None,
+            delivery: Delivery::CountOnly,
+            condition: Some(Arc::new(Connected)),
+        },
+    );
+    assert!(
+        matches!(
+            refused,
+            Err(xccd::service::pool::SubmitError::NeedsLocalThreads)
+        ),
+        "a pure coordinator cannot run a side condition"
+    );
+    server.shutdown().await.expect("clean shutdown");
+}
