@@ -33,6 +33,10 @@ pub struct BenchArgs {
     /// latency.
     #[arg(long)]
     pub service: bool,
+    /// Measure the remote path instead: the in-process pool against a
+    /// coordinator with two worker processes, and the cost of killing one.
+    #[arg(long, conflicts_with = "service")]
+    pub cluster: bool,
 }
 
 struct Reference {
@@ -72,6 +76,9 @@ fn read_reference(path: &Path) -> HashMap<String, Reference> {
 }
 
 pub fn run(args: BenchArgs) -> Result<(), CliError> {
+    if args.cluster {
+        return super::bench_cluster::run(&args.dir, args.filter.as_deref());
+    }
     if args.service {
         return super::bench_service::run(&args.dir, args.filter.as_deref());
     }

@@ -4,6 +4,7 @@
 //! bad input or usage, 1 on any other failure.
 
 mod bench;
+mod bench_cluster;
 mod bench_service;
 mod pooled;
 mod progress;

@@ -1,0 +1,171 @@
+//! `xccd bench --cluster`: the remote path, measured.
+//!
+//! - overhead: the same count with the in-process pool (2 threads) and with
+//!   a coordinator (no local threads) and 2 single-thread `xccd worker`
+//!   processes on this machine;
+//! - fault cost: the same remote count when one of the two workers is
+//!   killed (`kill -9`) half-way, and a new one starts in its place.
+//!
+//! The coordinator runs in this process; the workers are this binary.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use xccd::service::cluster::ClusterConfig;
+use xccd::service::server::{start, RunningServer, ServeConfig};
+use xccd::service::{Delivery, JobSpec, Pool, PoolConfig};
+use xccd::xcc::Problem;
+
+use super::CliError;
+
+fn failed(e: impl std::fmt::Display) -> CliError {
+    CliError::Failed(e.to_string())
+}
+
+/// A count of `problem` on `pool`: solutions, seconds, nodes.
+async fn count(pool: &Pool, problem: &Arc<Problem>) -> Result<(u64, f64, u64), CliError> {
+    let start = Instant::now();
+    let job = pool
+        .submit(
+            problem.clone(),
+            JobSpec {
+                limit: None,
+                max_nodes: None,
+                delivery: Delivery::CountOnly,
+                condition: None,
+            },
+        )
+        .map_err(failed)?;
+    let summary = job.wait().await;
+    Ok((
+        summary.solutions,
+        start.elapsed().as_secs_f64(),
+        summary.stats.nodes,
+    ))
+}
+
+struct Workers(Vec<Child>);
+
+impl Workers {
+    fn start_one(server: &RunningServer) -> Result<Child, CliError> {
+        Command::new(std::env::current_exe().map_err(failed)?)
+            .args([
+                "worker",
+                "--coordinator",
+                &format!("http://{}", server.addr),
+            ])
+            .args(["--threads", "1"])
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| CliError::Failed(format!("cannot start a worker: {e}")))
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+async fn wait_slots(pool: &Pool, slots: usize) -> Result<(), CliError> {
+    let start = Instant::now();
+    while pool.remote_slots() != slots {
+        if start.elapsed() > Duration::from_secs(30) {
+            return Err(CliError::Failed(format!(
+                "{slots} worker slots did not connect within 30 s"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(())
+}
+
+pub fn run(dir: &Path, filter: Option<&str>) -> Result<(), CliError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(failed)?;
+    runtime.block_on(run_async(dir, filter))
+}
+
+async fn run_async(dir: &Path, filter: Option<&str>) -> Result<(), CliError> {
+    let server = start(ServeConfig {
+        listen: ([127, 0, 0, 1], 0).into(),
+        pool: PoolConfig {
+            threads: 0,
+            ..PoolConfig::default()
+        },
+        cluster: ClusterConfig::default(),
+        ..ServeConfig::default()
+    })
+    .await
+    .map_err(failed)?;
+    let local = Pool::new(PoolConfig {
+        threads: 2,
+        ..PoolConfig::default()
+    });
+    let mut workers = Workers(vec![
+        Workers::start_one(&server)?,
+        Workers::start_one(&server)?,
+    ]);
+    wait_slots(&server.pool, 2).await?;
+    println!("remote path (count only): in-process pool of 2 threads vs coordinator + 2 worker processes of 1 thread");
+    println!(
+        "{:<12} {:>10} {:>12} {:>9} {:>9} {:>9} {:>9} {:>6}",
+        "instance", "solutions", "nodes", "local s", "remote s", "overhead", "killed s", "lost"
+    );
+    for name in ["queens15", "pent6x10", "langford12"] {
+        if filter.is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        let path = dir.join("instances").join(format!("{name}.dlx"));
+        let (problem, _) = super::solve::read_problem_and_text(&path.to_string_lossy())?;
+        let problem = Arc::new(problem);
+        let (s_local, t_local, nodes) = count(&local, &problem).await?;
+        let (s_remote, t_remote, _) = count(&server.pool, &problem).await?;
+        // Kill one of the two workers half-way; a new one replaces it.
+        let lost_before = server.pool.tasks_lost();
+        let killer = async {
+            tokio::time::sleep(Duration::from_secs_f64(t_remote / 2.0)).await;
+            let _ = workers.0[0].kill();
+            let _ = workers.0[0].wait();
+            Workers::start_one(&server)
+        };
+        let (killed, replacement) = tokio::join!(count(&server.pool, &problem), killer);
+        let (s_killed, t_killed, _) = killed?;
+        workers.0[0] = replacement?;
+        let lost = server.pool.tasks_lost() - lost_before;
+        if s_local != s_remote || s_local != s_killed {
+            return Err(CliError::Failed(format!(
+                "{name}: counts differ: local {s_local}, remote {s_remote}, with a kill {s_killed}"
+            )));
+        }
+        println!(
+            "{:<12} {:>10} {:>12} {:>9.3} {:>9.3} {:>8.1}% {:>9.3} {:>6}",
+            name,
+            s_local,
+            nodes,
+            t_local,
+            t_remote,
+            100.0 * (t_remote / t_local - 1.0),
+            t_killed,
+            lost
+        );
+        wait_slots(&server.pool, 2).await?;
+    }
+    drop(workers);
+    let pool = local;
+    tokio::task::spawn_blocking(move || pool.shutdown())
+        .await
+        .map_err(failed)?;
+    server.shutdown().await.map_err(failed)
+}
