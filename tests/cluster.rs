@@ -755,3 +755,85 @@ async fn searches_with_side_conditions_need_local_threads() {
     );
     server.shutdown().await.expect("clean shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_problem_goes_to_a_worker_once_and_checkpoints_are_queued() {
+    let _serial = SERIAL.lock().await;
+    let server = coordinator(any_port(), Duration::from_secs(2), 3).await;
+    let addr = server.addr;
+    let mut client = connect(addr).await;
+    let stream = open(&mut client, &instance("queens8"), true).await;
+    let reading = tokio::spawn(drain(stream));
+    let mut a = FakeWorker::connect(addr).await;
+    let digest = match a.next().await {
+        FromCoordinator::Problem(data) => {
+            assert_eq!(data.digest, wire::digest(&data.dlx));
+            assert_eq!(
+                parse(&data.dlx).options().len(),
+                parse(&instance("queens8")).options().len()
+            );
+            data.digest
+        }
+        other => panic!("expected the problem first, got {other:?}"),
+    };
+    let first = match a.next().await {
+        FromCoordinator::Lease(lease) => lease,
+        other => panic!("expected a lease, got {other:?}"),
+    };
+    assert_eq!(first.problem_digest, digest);
+    // The run checkpoints: its work is two ranges of the root's alternatives.
+    let half = |from, to| wire::Task {
+        path: Vec::new(),
+        from,
+        to,
+        weight: 0.5,
+        cuts: Vec::new(),
+    };
+    a.send(ToCoordinator::Ended(wire::TaskEnded {
+        lease: first.lease,
+        status: wire::RunStatus::Checkpointed as i32,
+        remaining: vec![half(0, 2), half(2, u32::MAX)],
+        ..Default::default()
+    }))
+    .await;
+    // The next lease is the first remaining task, and no problem comes again.
+    let second = match a.next().await {
+        FromCoordinator::Lease(lease) => lease,
+        other => panic!("expected a lease without the problem again, got {other:?}"),
+    };
+    assert_eq!(second.problem_digest, digest);
+    let task = second.task.unwrap();
+    assert_eq!((task.from, task.to), (0, 2));
+    assert_eq!(second.skip, 0);
+    a.send(ToCoordinator::Draining(wire::Draining {})).await;
+    a.send(ToCoordinator::Ended(wire::TaskEnded {
+        lease: second.lease,
+        status: wire::RunStatus::Released as i32,
+        ..Default::default()
+    }))
+    .await;
+    // A real worker runs both halves: the count is the whole tree's.
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut config = WorkerConfig::new(format!("http://{addr}"));
+    config.threads = 1;
+    let real = tokio::spawn(xccd::service::cluster::worker::run(
+        config,
+        Arc::new(()),
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
+    let (delivered, status) = reading.await.unwrap();
+    assert!(status.is_none(), "{status:?}");
+    assert_eq!(delivered.summary.reason, pb::EndReason::Complete as i32);
+    assert_eq!(delivered.summary.solutions, 92);
+    assert_eq!(server.pool.tasks_lost(), 0);
+    let _ = stop_tx.send(());
+    tokio::time::timeout(Duration::from_secs(10), real)
+        .await
+        .expect("the in-process worker stops")
+        .unwrap()
+        .expect("no error");
+    drop(a);
+    server.shutdown().await.expect("clean shutdown");
+}

@@ -407,6 +407,9 @@ impl Encoded for HitoriEncoding {
     fn decode(&self, options: &[usize]) -> String {
         self.puzzle.format(&self.black_cells(options))
     }
+    fn has_side_condition(&self) -> bool {
+        !self.weak
+    }
     fn accept(&self, options: &[usize]) -> bool {
         self.weak || {
             let black = self.black_cells(options);

@@ -81,6 +81,11 @@ pub trait Encoded: Send + Sync {
     fn prunes(&self) -> bool {
         false
     }
+    /// Whether `accept` or `accept_partial` can say no: the XCC problem
+    /// alone does not define the puzzle's solutions.
+    fn has_side_condition(&self) -> bool {
+        self.prunes()
+    }
 }
 
 /// Up to `limit` decoded solutions of an encoded puzzle, and whether the

@@ -595,6 +595,9 @@ impl Encoded for SlitherlinkEncoding {
     fn decode(&self, options: &[usize]) -> String {
         self.puzzle.format(&self.edges(options))
     }
+    fn has_side_condition(&self) -> bool {
+        !self.weak
+    }
     fn accept(&self, options: &[usize]) -> bool {
         self.weak || single_loop(&self.puzzle, &self.edges(options))
     }

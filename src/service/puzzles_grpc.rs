@@ -46,7 +46,11 @@ impl PuzzleApi {
                     limit,
                     max_nodes: None,
                     delivery,
-                    condition: Some(Arc::new(Condition(encoded.clone()))),
+                    // Remote workers can run puzzles without a side
+                    // condition: those are plain XCC problems.
+                    condition: encoded
+                        .has_side_condition()
+                        .then(|| Arc::new(Condition(encoded.clone())) as _),
                 },
             )
             .map_err(refused)
@@ -388,7 +392,7 @@ impl PuzzleService for PuzzleApi {
         let encoded = encode(request.into_inner().puzzle)?;
         Ok(Response::new(pb::EncodePuzzleResponse {
             dlx: dlx_format::to_string(encoded.problem()),
-            has_side_condition: encoded.prunes(),
+            has_side_condition: encoded.has_side_condition(),
         }))
     }
 }

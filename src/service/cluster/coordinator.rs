@@ -145,22 +145,14 @@ impl coordinator_server::Coordinator for CoordinatorApi {
         tx.send(Ok(welcome))
             .await
             .map_err(|_| Status::cancelled("worker gone"))?;
-        let session = Session {
-            pool: self.pool.clone(),
-            config: self.config.clone(),
-            next_lease: self.next_lease.clone(),
-            id,
-            name,
-            slots: hello.threads as usize,
-            busy: 0,
-            leases: HashMap::new(),
-            problems: VecDeque::new(),
-            draining: false,
-            last_seen: Instant::now(),
-            last_give_ask: Instant::now(),
-            fenced: Vec::new(),
+        let session = Session::new(
+            self.pool.clone(),
+            self.config.clone(),
+            self.next_lease.clone(),
+            (id, name),
+            hello.threads as usize,
             tx,
-        };
+        );
         tokio::spawn(session.run(inbound));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
@@ -229,7 +221,40 @@ struct Session {
 }
 
 impl Session {
-    async fn run(mut self, mut inbound: Streaming<pb::WorkerMessage>) {
+    fn new(
+        pool: Arc<Pool>,
+        config: ClusterConfig,
+        next_lease: Arc<AtomicU64>,
+        (id, name): (String, String),
+        slots: usize,
+        tx: mpsc::Sender<Result<pb::CoordinatorMessage, Status>>,
+    ) -> Session {
+        Session {
+            pool,
+            config,
+            next_lease,
+            id,
+            name,
+            slots,
+            busy: 0,
+            leases: HashMap::new(),
+            problems: VecDeque::new(),
+            draining: false,
+            last_seen: Instant::now(),
+            last_give_ask: Instant::now(),
+            fenced: Vec::new(),
+            tx,
+        }
+    }
+
+    /// Serves the worker until its stream ends, it falls silent, it breaks
+    /// the protocol or the pool shuts down. Generic over the stream so that
+    /// tests can drive it by hand, in paused time.
+    async fn run<S>(mut self, mut inbound: S)
+    where
+        S: tokio_stream::Stream<Item = Result<pb::WorkerMessage, Status>> + Unpin,
+    {
+        use tokio_stream::StreamExt;
         tracing::info!(worker = %self.id, name = %self.name, slots = self.slots, "worker joined");
         metrics::gauge!("xccd_remote_workers").increment(1.0);
         self.pool.remote_joined(self.slots);
@@ -240,7 +265,7 @@ impl Session {
                 break end;
             }
             let step = tokio::select! {
-                message = inbound.message() => match message {
+                message = inbound.next() => match message.transpose() {
                     Ok(Some(message)) => {
                         self.last_seen = Instant::now();
                         match self.handle(message).await {
@@ -679,5 +704,177 @@ impl Session {
                 let _ = self.tx.send(Err(Status::invalid_argument(error))).await;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The session's clock, in paused time: heartbeats keep leases however
+    //! long a task runs, and silence loses them after exactly the timeout.
+
+    use super::*;
+    use crate::service::job::JobSpec;
+    use crate::service::PoolConfig;
+    use crate::xcc::dlx_format;
+
+    const QUEENS4: &str = "R1 R2 R3 R4 C1 C2 C3 C4 | A2 A3 A4 A5 A6 B0 B1 B2 B3 B4 B5 B6
+R1 C1 A2 B3
+R1 C2 A3 B2
+R1 C3 A4 B1
+R1 C4 A5 B0
+R2 C1 A3 B4
+R2 C2 A4 B3
+R2 C3 A5 B2
+R2 C4 A6 B1
+R3 C1 A4 B5
+R3 C2 A5 B4
+R3 C3 A6 B3
+R3 C4 A2 B2
+R4 C1 A5 B6
+R4 C2 A6 B5
+R4 C3 A2 B4
+R4 C4 A3 B3
+";
+
+    struct Harness {
+        pool: Arc<Pool>,
+        to_session: mpsc::Sender<Result<pb::WorkerMessage, Status>>,
+        from_session: mpsc::Receiver<Result<pb::CoordinatorMessage, Status>>,
+        session: tokio::task::JoinHandle<()>,
+    }
+
+    fn harness(config: ClusterConfig) -> Harness {
+        let pool = Arc::new(Pool::new(PoolConfig {
+            threads: 0,
+            ..PoolConfig::default()
+        }));
+        let (tx, from_session) = mpsc::channel(64);
+        let (to_session, inbound) = mpsc::channel(64);
+        let session = Session::new(
+            pool.clone(),
+            config,
+            Arc::new(AtomicU64::new(1)),
+            ("worker-1".into(), "test".into()),
+            1,
+            tx,
+        );
+        let session = tokio::spawn(session.run(ReceiverStream::new(inbound)));
+        Harness {
+            pool,
+            to_session,
+            from_session,
+            session,
+        }
+    }
+
+    impl Harness {
+        fn submit(&self) {
+            let problem = dlx_format::parse(QUEENS4).unwrap();
+            self.pool
+                .submit(
+                    Arc::new(problem),
+                    JobSpec {
+                        limit: None,
+                        max_nodes: None,
+                        delivery: Delivery::CountOnly,
+                        condition: None,
+                    },
+                )
+                .unwrap();
+        }
+
+        async fn lease(&mut self) -> pb::LeaseRef {
+            loop {
+                match self.from_session.recv().await {
+                    Some(Ok(pb::CoordinatorMessage {
+                        kind: Some(Out::Lease(lease)),
+                    })) => return lease.lease.unwrap(),
+                    Some(Ok(_)) => continue,
+                    other => panic!("expected a lease, got {other:?}"),
+                }
+            }
+        }
+
+        async fn heartbeat(&self, lease: pb::LeaseRef) {
+            let beat = pb::WorkerMessage {
+                kind: Some(In::Heartbeat(pb::Heartbeat {
+                    leases: vec![pb::LeaseProgress {
+                        lease: Some(lease),
+                        done_weight: 0.5,
+                        nodes: 10,
+                    }],
+                })),
+            };
+            self.to_session.send(Ok(beat)).await.unwrap();
+        }
+
+        /// Waits for the session to end; the status it ended with.
+        async fn end(&mut self) -> Status {
+            loop {
+                match self.from_session.recv().await {
+                    Some(Err(status)) => return status,
+                    Some(Ok(_)) => continue,
+                    None => panic!("the session ended without a status"),
+                }
+            }
+        }
+    }
+
+    fn config() -> ClusterConfig {
+        ClusterConfig {
+            heartbeat_interval: Duration::from_secs(1),
+            lease_timeout: Duration::from_secs(5),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn heartbeats_keep_a_lease_and_silence_loses_it_after_the_timeout() {
+        let mut h = harness(config());
+        h.submit();
+        let lease = h.lease().await;
+        // An hour of heartbeats: the lease holds.
+        for _ in 0..3600 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            h.heartbeat(lease).await;
+        }
+        assert_eq!(h.pool.tasks_lost(), 0);
+        assert_eq!(h.pool.busy_workers(), 1);
+        assert_eq!(h.pool.queued_tasks(), 0);
+        // Then silence.
+        let silent = Instant::now();
+        let status = h.end().await;
+        let waited = silent.elapsed();
+        assert_eq!(status.code(), tonic::Code::DeadlineExceeded);
+        assert!(
+            waited > Duration::from_secs(5) && waited <= Duration::from_secs(5) + 2 * TICK,
+            "lost after {waited:?}"
+        );
+        assert_eq!(h.pool.tasks_lost(), 1);
+        assert_eq!(h.pool.queued_tasks(), 1, "the task is queued again");
+        assert_eq!(h.pool.remote_slots(), 0);
+        h.session.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn heartbeats_just_inside_the_timeout_keep_a_lease_and_a_late_one_does_not() {
+        let mut h = harness(config());
+        h.submit();
+        let lease = h.lease().await;
+        // Heartbeats just inside the timeout keep the lease.
+        for _ in 0..10 {
+            tokio::time::sleep(Duration::from_millis(4900)).await;
+            h.heartbeat(lease).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(h.pool.tasks_lost(), 0);
+        // One just outside loses it, and the late heartbeat changes nothing.
+        tokio::time::sleep(Duration::from_millis(5200)).await;
+        let _ = h.to_session.try_send(Ok(pb::WorkerMessage {
+            kind: Some(In::Heartbeat(pb::Heartbeat::default())),
+        }));
+        let status = h.end().await;
+        assert_eq!(status.code(), tonic::Code::DeadlineExceeded);
+        assert_eq!(h.pool.tasks_lost(), 1);
+        h.session.await.unwrap();
     }
 }

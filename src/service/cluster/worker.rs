@@ -236,18 +236,17 @@ impl RunControl {
             });
     }
 
-    /// Takes the pending request (a revocation stays).
-    fn take(&self) -> AskKind {
-        let kind = self.ask.load(Ordering::SeqCst);
-        if kind == AskKind::Revoke as u8 {
-            return AskKind::Revoke;
-        }
-        if kind != 0 {
-            let _ = self
-                .ask
-                .compare_exchange(kind, 0, Ordering::SeqCst, Ordering::SeqCst);
-        }
-        AskKind::try_from(i32::from(kind)).unwrap_or(AskKind::Unspecified)
+    /// The pending request.
+    fn pending(&self) -> AskKind {
+        AskKind::try_from(i32::from(self.ask.load(Ordering::SeqCst)))
+            .unwrap_or(AskKind::Unspecified)
+    }
+
+    /// Marks a request as handled, unless a newer one replaced it.
+    fn handled(&self, kind: AskKind) {
+        let _ = self
+            .ask
+            .compare_exchange(kind as u8, 0, Ordering::SeqCst, Ordering::SeqCst);
     }
 }
 
@@ -567,16 +566,24 @@ impl Visitor for RemoteVisitor<'_> {
         if self.disconnected {
             return Request::Stop;
         }
-        match self.control.take() {
+        // A checkpoint asked before the run has caught up with `skip` stays
+        // pending until it has (or, when draining, the lease is given back);
+        // a give-away asked too early is dropped: it is only advice.
+        match self.control.pending() {
             AskKind::Revoke => Request::Stop,
             AskKind::Checkpoint if self.caught_up() => Request::Checkpoint,
             AskKind::Checkpoint if self.control.draining.load(Ordering::SeqCst) => {
                 self.released = true;
                 Request::Stop
             }
-            AskKind::GiveAway if self.caught_up() => Request::GiveAway,
-            // Asked too early: a checkpoint is asked again by the
-            // coordinator's next look if still wanted.
+            AskKind::GiveAway => {
+                self.control.handled(AskKind::GiveAway);
+                if self.caught_up() {
+                    Request::GiveAway
+                } else {
+                    Request::Continue
+                }
+            }
             _ => Request::Continue,
         }
     }
