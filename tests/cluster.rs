@@ -591,6 +591,38 @@ impl FakeWorker {
     }
 }
 
+/// A real worker in this process (`worker::run`), one thread.
+struct InProcessWorker {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), xccd::service::cluster::WorkerError>>,
+}
+
+impl InProcessWorker {
+    fn start(addr: SocketAddr) -> InProcessWorker {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let mut config = WorkerConfig::new(format!("http://{addr}"));
+        config.threads = 1;
+        let task = tokio::spawn(xccd::service::cluster::worker::run(
+            config,
+            Arc::new(()),
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        InProcessWorker { stop, task }
+    }
+
+    /// Stops it (it drains) and checks that it ended without an error.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .expect("the in-process worker stops")
+            .unwrap()
+            .expect("no error");
+    }
+}
+
 fn message(kind: ToCoordinator) -> wire::WorkerMessage {
     wire::WorkerMessage { kind: Some(kind) }
 }
@@ -715,16 +747,7 @@ async fn reports_on_leases_not_held_are_ignored_and_delivery_stays_exact() {
         ..Default::default()
     }))
     .await;
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let mut config = WorkerConfig::new(format!("http://{addr}"));
-    config.threads = 1;
-    let real = tokio::spawn(xccd::service::cluster::worker::run(
-        config,
-        Arc::new(()),
-        async {
-            let _ = stop_rx.await;
-        },
-    ));
+    let real = InProcessWorker::start(addr);
     let (delivered, status) = reading.await.unwrap();
     assert!(status.is_none(), "{status:?}");
     assert_eq!(delivered.summary.reason, pb::EndReason::Complete as i32);
@@ -733,12 +756,7 @@ async fn reports_on_leases_not_held_are_ignored_and_delivery_stays_exact() {
         "5 from the fake worker, 87 from the real one, nothing twice"
     );
     assert_eq!(server.pool.tasks_lost(), 1);
-    let _ = stop_tx.send(());
-    tokio::time::timeout(Duration::from_secs(10), real)
-        .await
-        .expect("the in-process worker stops")
-        .unwrap()
-        .expect("no error");
+    real.stop().await;
     drop(a);
     server.shutdown().await.expect("clean shutdown");
 }
@@ -881,27 +899,13 @@ async fn a_problem_goes_to_a_worker_once_and_checkpoints_are_queued() {
     }))
     .await;
     // A real worker runs both halves: the count is the whole tree's.
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let mut config = WorkerConfig::new(format!("http://{addr}"));
-    config.threads = 1;
-    let real = tokio::spawn(xccd::service::cluster::worker::run(
-        config,
-        Arc::new(()),
-        async {
-            let _ = stop_rx.await;
-        },
-    ));
+    let real = InProcessWorker::start(addr);
     let (delivered, status) = reading.await.unwrap();
     assert!(status.is_none(), "{status:?}");
     assert_eq!(delivered.summary.reason, pb::EndReason::Complete as i32);
     assert_eq!(delivered.summary.solutions, 92);
     assert_eq!(server.pool.tasks_lost(), 0);
-    let _ = stop_tx.send(());
-    tokio::time::timeout(Duration::from_secs(10), real)
-        .await
-        .expect("the in-process worker stops")
-        .unwrap()
-        .expect("no error");
+    real.stop().await;
     drop(a);
     server.shutdown().await.expect("clean shutdown");
 }

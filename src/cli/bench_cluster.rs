@@ -15,35 +15,13 @@ use std::time::{Duration, Instant};
 
 use xccd::service::cluster::ClusterConfig;
 use xccd::service::server::{start, RunningServer, ServeConfig};
-use xccd::service::{Delivery, JobSpec, Pool, PoolConfig};
-use xccd::xcc::Problem;
+use xccd::service::{Pool, PoolConfig};
 
+use super::bench_service::count;
 use super::CliError;
 
 fn failed(e: impl std::fmt::Display) -> CliError {
     CliError::Failed(e.to_string())
-}
-
-/// A count of `problem` on `pool`: solutions, seconds, nodes.
-async fn count(pool: &Pool, problem: &Arc<Problem>) -> Result<(u64, f64, u64), CliError> {
-    let start = Instant::now();
-    let job = pool
-        .submit(
-            problem.clone(),
-            JobSpec {
-                limit: None,
-                max_nodes: None,
-                delivery: Delivery::CountOnly,
-                condition: None,
-            },
-        )
-        .map_err(failed)?;
-    let summary = job.wait().await;
-    Ok((
-        summary.solutions,
-        start.elapsed().as_secs_f64(),
-        summary.stats.nodes,
-    ))
 }
 
 struct Workers(Vec<Child>);

@@ -29,6 +29,18 @@ fn pool_count(problem: &Arc<Problem>, threads: usize) -> Result<(u64, f64, u64),
         max_jobs: 1,
         ..PoolConfig::default()
     });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    runtime.block_on(count(&pool, problem))
+}
+
+/// Counts the solutions of `problem` on `pool`: solutions, seconds, nodes.
+pub(super) async fn count(
+    pool: &Pool,
+    problem: &Arc<Problem>,
+) -> Result<(u64, f64, u64), CliError> {
     let start = Instant::now();
     let job = pool
         .submit(
@@ -41,11 +53,7 @@ fn pool_count(problem: &Arc<Problem>, threads: usize) -> Result<(u64, f64, u64),
             },
         )
         .map_err(|e| CliError::Failed(e.to_string()))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::Failed(e.to_string()))?;
-    let summary = runtime.block_on(job.wait());
+    let summary = job.wait().await;
     Ok((
         summary.solutions,
         start.elapsed().as_secs_f64(),
