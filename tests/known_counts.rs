@@ -3,14 +3,20 @@
 
 use std::path::PathBuf;
 
-use xccd::xcc::{dlx_format, Collect, CountOnly, ProblemBuilder, RunConfig, Solver, Stats, Task};
+use xccd::xcc::{
+    dlx_format, Collect, CountOnly, Layout, ProblemBuilder, RunConfig, Solver, Stats, Task,
+};
 
 fn bench_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/bench")
 }
 
 fn count(problem: &xccd::xcc::Problem) -> Stats {
-    Solver::new(problem)
+    count_with(problem, Layout::Narrow)
+}
+
+fn count_with(problem: &xccd::xcc::Problem, layout: Layout) -> Stats {
+    Solver::with_layout(problem, layout)
         .run(&Task::root(), &RunConfig::default(), &mut CountOnly)
         .expect("root task is valid")
         .stats
@@ -34,7 +40,12 @@ fn benchmark_instances_match_knuths_counts() {
         let path = bench_dir().join("instances").join(format!("{name}.dlx"));
         let text = std::fs::read_to_string(&path).unwrap();
         let problem = dlx_format::parse(&text).unwrap();
+        // Every instance fits the narrow nodes that `Solver::new` picks; the
+        // wide ones (for larger problems) must count exactly the same.
+        assert_eq!(Solver::new(&problem).layout(), Layout::Narrow, "{name}");
         let stats = count(&problem);
+        let wide = count_with(&problem, Layout::Wide);
+        assert_eq!(stats, wide, "{name}: the two node layouts differ");
         let algorithm = Solver::new(&problem).algorithm();
         assert_eq!(stats.solutions, num(1), "{name}: solutions");
         assert_eq!(stats.nodes, num(3), "{name}: nodes");
@@ -189,4 +200,43 @@ fn sudoku_instances_have_unique_solutions() {
         assert_eq!(all.solutions.len(), 1, "{name}");
         problem.verify(&all.solutions[0]).unwrap();
     }
+}
+
+/// Problems too large for 8-byte nodes get 16-byte ones, and still count
+/// right: more than 65,535 nodes, or more than 32,766 items.
+#[test]
+fn large_problems_get_wide_nodes() {
+    let mut b = ProblemBuilder::new();
+    b.primary("a").unwrap();
+    b.secondary("s").unwrap();
+    for i in 0..40_000 {
+        let color = format!("c{}", i % 7);
+        b.option_str(&["a", &format!("s:{color}")]).unwrap();
+    }
+    let many_options = b.build().unwrap();
+    let mut solver = Solver::new(&many_options);
+    assert_eq!(solver.layout(), Layout::Wide);
+    let stats = solver
+        .run(&Task::root(), &RunConfig::default(), &mut CountOnly)
+        .unwrap()
+        .stats;
+    assert_eq!(stats.solutions, 40_000);
+
+    // Few nodes, but item numbers beyond 16 bits.
+    let mut b = ProblemBuilder::new();
+    b.primary("p").unwrap();
+    for i in 0..33_000 {
+        b.secondary(&format!("s{i}")).unwrap();
+    }
+    b.option_str(&["p", "s32999"]).unwrap();
+    b.option_str(&["p", "s0"]).unwrap();
+    let many_items = b.build().unwrap();
+    let mut solver = Solver::new(&many_items);
+    assert_eq!(solver.layout(), Layout::Wide);
+    let stats = solver
+        .run(&Task::root(), &RunConfig::default(), &mut CountOnly)
+        .unwrap()
+        .stats;
+    assert_eq!(stats.solutions, 2);
+    assert_eq!(stats, count_with(&many_items, Layout::Wide));
 }

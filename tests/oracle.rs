@@ -20,7 +20,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use xccd::xcc::problem::{EntrySpec, ItemKind};
-use xccd::xcc::{Collect, Problem, ProblemBuilder, RunConfig, Solver, Stats, Status, Task};
+use xccd::xcc::{Collect, Layout, Problem, ProblemBuilder, RunConfig, Solver, Stats, Status, Task};
 
 /// Largest number of options a random problem gets (the oracle is 2^n).
 const MAX_OPTIONS: usize = 12;
@@ -226,6 +226,12 @@ fn check(spec: &Spec, item_perm: &[usize], option_perm: &[usize], seed: u64) {
     let (fresh, stats_fresh) = run_all(&mut Solver::new(&problem));
     assert_eq!(fresh, sequence);
     assert_eq!(stats_fresh, stats);
+    // The wide node layout (for large problems) runs the same search.
+    let mut wide = Solver::with_layout(&problem, Layout::Wide);
+    assert_eq!(wide.layout(), Layout::Wide);
+    let (wide_sequence, wide_stats) = run_all(&mut wide);
+    assert_eq!(wide_sequence, sequence);
+    assert_eq!(wide_stats, stats);
 
     // Permutation invariance (mapped back to the original option indices).
     let permuted = spec.permuted(item_perm, option_perm, seed);

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use xccd::xcc::{CountOnly, RunConfig, Solver, Task};
+use xccd::xcc::{CountOnly, Layout, RunConfig, Solver, Task};
 
 use super::CliError;
 
@@ -28,6 +28,10 @@ pub struct BenchArgs {
     /// Run each instance this many times and report the fastest.
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
+    /// Force the node layout: `wide` (16-byte nodes, Knuth's) instead of
+    /// the 8-byte nodes that problems of up to 65,535 nodes get.
+    #[arg(long, value_enum, default_value_t = LayoutArg::Auto)]
+    pub layout: LayoutArg,
     /// Measure the worker pool and the gRPC service instead (parallel
     /// speedup, streaming, latency); --filter picks among speedup, stream,
     /// latency.
@@ -37,6 +41,12 @@ pub struct BenchArgs {
     /// coordinator with two worker processes, and the cost of killing one.
     #[arg(long, conflicts_with = "service")]
     pub cluster: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LayoutArg {
+    Auto,
+    Wide,
 }
 
 struct Reference {
@@ -120,7 +130,10 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
         let mut algorithm = "";
         for _ in 0..args.repeat.max(1) {
             let start = Instant::now();
-            let mut solver = Solver::new(&problem);
+            let mut solver = match args.layout {
+                LayoutArg::Auto => Solver::new(&problem),
+                LayoutArg::Wide => Solver::with_layout(&problem, Layout::Wide),
+            };
             algorithm = solver.algorithm();
             let outcome = solver
                 .run(&Task::root(), &RunConfig::default(), &mut CountOnly)

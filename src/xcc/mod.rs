@@ -8,7 +8,7 @@ pub mod task;
 
 pub use problem::{Problem, ProblemBuilder, ProblemError};
 pub use search::{
-    Collect, CountOnly, Flow, Outcome, ProgressView, Request, RunConfig, SolutionView, Solver,
-    Stats, Status, TaskError, Visitor,
+    Collect, CountOnly, Flow, Layout, Outcome, ProgressView, Request, RunConfig, SolutionView,
+    Solver, Stats, Status, TaskError, Visitor,
 };
 pub use task::{Cut, Decision, Task, ALL};

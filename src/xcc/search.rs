@@ -19,7 +19,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::links::{Links, ROOT};
+use super::links::{node_count, Links, Narrow, NodeRepr, Wide, ROOT};
 use super::problem::Problem;
 use super::task::{Cut, Decision, Task, ALL};
 
@@ -245,8 +245,87 @@ pub struct TaskError {
 
 /// A solver for one problem: the links plus the search stacks. Build one per
 /// worker thread and run any number of tasks on it, one after the other.
+///
+/// Problems of at most 65,535 nodes get half-size nodes (see
+/// `links::Narrow`); the search is the same step for step.
 pub struct Solver {
-    links: Links,
+    engine: Engine,
+}
+
+enum Engine {
+    Narrow(Box<Search<Narrow>>),
+    Wide(Box<Search<Wide>>),
+}
+
+/// Which node layout a [`Solver`] uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// 8-byte nodes, for problems of at most 65,535 nodes.
+    Narrow,
+    /// 16-byte nodes, for any problem.
+    Wide,
+}
+
+impl Solver {
+    pub fn new(problem: &Problem) -> Solver {
+        let fits = Narrow::fits(
+            node_count(problem),
+            problem.items().len(),
+            problem.colors().len(),
+        );
+        Solver::with_layout(problem, if fits { Layout::Narrow } else { Layout::Wide })
+    }
+
+    /// A solver with the given node layout; `Narrow` falls back to `Wide`
+    /// when the problem does not fit. (For tests and benchmarks: both
+    /// layouts must count the same.)
+    pub fn with_layout(problem: &Problem, layout: Layout) -> Solver {
+        let fits = Narrow::fits(
+            node_count(problem),
+            problem.items().len(),
+            problem.colors().len(),
+        );
+        let engine = if layout == Layout::Narrow && fits {
+            Engine::Narrow(Box::new(Search::new(problem)))
+        } else {
+            Engine::Wide(Box::new(Search::new(problem)))
+        };
+        Solver { engine }
+    }
+
+    /// The node layout in use.
+    pub fn layout(&self) -> Layout {
+        match self.engine {
+            Engine::Narrow(_) => Layout::Narrow,
+            Engine::Wide(_) => Layout::Wide,
+        }
+    }
+
+    /// Which of Knuth's algorithms this problem needs.
+    pub fn algorithm(&self) -> &'static str {
+        match &self.engine {
+            Engine::Narrow(s) => s.algorithm(),
+            Engine::Wide(s) => s.algorithm(),
+        }
+    }
+
+    /// Explores the subtree(s) named by `task`, reporting to `visitor`.
+    pub fn run<V: Visitor>(
+        &mut self,
+        task: &Task,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Result<Outcome, TaskError> {
+        match &mut self.engine {
+            Engine::Narrow(s) => s.run(task, config, visitor),
+            Engine::Wide(s) => s.run(task, config, visitor),
+        }
+    }
+}
+
+/// The search over one node layout.
+struct Search<N: NodeRepr> {
+    links: Links<N>,
     colors: bool,
     multiplicities: bool,
     // Per-level state.
@@ -288,13 +367,13 @@ enum Exit {
     Checkpoint,
 }
 
-impl Solver {
-    pub fn new(problem: &Problem) -> Solver {
+impl<N: NodeRepr> Search<N> {
+    fn new(problem: &Problem) -> Search<N> {
         let links = Links::new(problem);
         // Depth is at most one level per option plus one null move per
         // primary item, plus the final node.
         let depth = problem.options().len() + problem.primary_count() + 2;
-        Solver {
+        Search {
             links,
             colors: problem.has_colors(),
             multiplicities: problem.has_multiplicities(),
@@ -317,8 +396,7 @@ impl Solver {
         }
     }
 
-    /// Which of Knuth's algorithms this problem needs.
-    pub fn algorithm(&self) -> &'static str {
+    fn algorithm(&self) -> &'static str {
         match (self.multiplicities, self.colors) {
             (true, _) => "M",
             (false, true) => "C",
@@ -326,8 +404,7 @@ impl Solver {
         }
     }
 
-    /// Explores the subtree(s) named by `task`, reporting to `visitor`.
-    pub fn run<V: Visitor>(
+    fn run<V: Visitor>(
         &mut self,
         task: &Task,
         config: &RunConfig,
@@ -655,12 +732,12 @@ impl Solver {
                     self.links.cover::<COLORS>(best, true);
                     self.best[level] = best;
                     self.enter_level(level, task, len as Decision);
-                    let mut cur = self.links.nd[best as usize].down;
+                    let mut cur = self.links.nd[best as usize].down();
                     for _ in 0..self.lo[level] {
                         if cur == best {
                             break;
                         }
-                        cur = self.links.nd[cur as usize].down;
+                        cur = self.links.nd[cur as usize].down();
                     }
                     self.choice[level] = cur;
                     if level < self.base && cur == best {
@@ -714,7 +791,7 @@ impl Solver {
                 Step::Recover => {
                     let cur = self.choice[level];
                     self.links.uncommit_others::<COLORS>(cur);
-                    self.choice[level] = self.links.nd[cur as usize].down;
+                    self.choice[level] = self.links.nd[cur as usize].down();
                     self.pos[level] += 1;
                     step = Step::Advance;
                 }
@@ -851,7 +928,7 @@ impl Solver {
                     let b = best as usize;
                     self.best[level] = best;
                     self.null_taken[level] = false;
-                    let cur = self.links.nd[b].down;
+                    let cur = self.links.nd[b].down();
                     self.choice[level] = cur;
                     self.links.bound[b] -= 1;
                     if self.links.bound[b] == 0 && self.links.slack[b] == 0 {
@@ -869,7 +946,7 @@ impl Solver {
                     let mut skipped = 0;
                     while skipped < self.lo[level] && self.m_prepare::<COLORS>(level, true) {
                         let cur = self.choice[level];
-                        self.choice[level] = self.links.nd[cur as usize].down;
+                        self.choice[level] = self.links.nd[cur as usize].down();
                         skipped += 1;
                     }
                     if skipped < self.lo[level] {
@@ -930,7 +1007,7 @@ impl Solver {
                         continue;
                     }
                     self.links.m_uncommit_others::<COLORS>(cur);
-                    self.choice[level] = self.links.nd[cur as usize].down;
+                    self.choice[level] = self.links.nd[cur as usize].down();
                     self.pos[level] += 1;
                     step = Step::Advance;
                 }
