@@ -33,10 +33,10 @@ pub(crate) trait NodeRepr: Copy + Default + std::fmt::Debug + Send + Sync + 'sta
     /// Whether a problem with this many nodes, items and colors fits.
     fn fits(nodes: usize, items: usize, colors: usize) -> bool;
     fn make(up: u32, down: u32, top: i32, color: i32) -> Self;
-    fn up(self) -> u32;
-    fn down(self) -> u32;
-    fn top(self) -> i32;
-    fn color(self) -> i32;
+    fn up(&self) -> u32;
+    fn down(&self) -> u32;
+    fn top(&self) -> i32;
+    fn color(&self) -> i32;
     fn set_up(&mut self, up: u32);
     fn set_down(&mut self, down: u32);
     fn set_top(&mut self, top: i32);
@@ -72,19 +72,19 @@ impl NodeRepr for Wide {
         }
     }
     #[inline(always)]
-    fn up(self) -> u32 {
+    fn up(&self) -> u32 {
         self.up
     }
     #[inline(always)]
-    fn down(self) -> u32 {
+    fn down(&self) -> u32 {
         self.down
     }
     #[inline(always)]
-    fn top(self) -> i32 {
+    fn top(&self) -> i32 {
         self.top
     }
     #[inline(always)]
-    fn color(self) -> i32 {
+    fn color(&self) -> i32 {
         self.color
     }
     #[inline(always)]
@@ -132,19 +132,19 @@ impl NodeRepr for Narrow {
         }
     }
     #[inline(always)]
-    fn up(self) -> u32 {
+    fn up(&self) -> u32 {
         u32::from(self.up)
     }
     #[inline(always)]
-    fn down(self) -> u32 {
+    fn down(&self) -> u32 {
         u32::from(self.down)
     }
     #[inline(always)]
-    fn top(self) -> i32 {
+    fn top(&self) -> i32 {
         i32::from(self.top)
     }
     #[inline(always)]
-    fn color(self) -> i32 {
+    fn color(&self) -> i32 {
         i32::from(self.color)
     }
     #[inline(always)]
@@ -332,15 +332,20 @@ impl<N: NodeRepr> Links<N> {
         // such indices; this is the innermost loop of the solver.
         unsafe {
             while nn != rr {
-                let node = *nd.add(nn as usize);
+                // Field by field, as Knuth's C does: a whole-node load right
+                // after a neighbour's store to one field of this node could
+                // not take its value from the store buffer, and would wait.
+                let node = &*nd.add(nn as usize);
                 if !COLORS || node.color() >= 0 {
-                    if node.top() <= 0 {
+                    let top = node.top();
+                    if top <= 0 {
                         nn = node.up();
                         continue;
                     }
-                    (*nd.add(node.up() as usize)).set_down(node.down());
-                    (*nd.add(node.down() as usize)).set_up(node.up());
-                    (*nd.add(node.top() as usize)).add_top(-1);
+                    let (up, down) = (node.up(), node.down());
+                    (*nd.add(up as usize)).set_down(down);
+                    (*nd.add(down as usize)).set_up(up);
+                    (*nd.add(top as usize)).add_top(-1);
                     updates += 1;
                 }
                 nn += 1;
@@ -357,15 +362,17 @@ impl<N: NodeRepr> Links<N> {
         // SAFETY: as in `hide`.
         unsafe {
             while nn != rr {
-                let node = *nd.add(nn as usize);
+                let node = &*nd.add(nn as usize);
                 if !COLORS || node.color() >= 0 {
-                    if node.top() <= 0 {
+                    let top = node.top();
+                    if top <= 0 {
                         nn = node.down();
                         continue;
                     }
-                    (*nd.add(node.up() as usize)).set_down(nn);
-                    (*nd.add(node.down() as usize)).set_up(nn);
-                    (*nd.add(node.top() as usize)).add_top(1);
+                    let (up, down) = (node.up(), node.down());
+                    (*nd.add(up as usize)).set_down(nn);
+                    (*nd.add(down as usize)).set_up(nn);
+                    (*nd.add(top as usize)).add_top(1);
                 }
                 nn -= 1;
             }
@@ -444,14 +451,19 @@ impl<N: NodeRepr> Links<N> {
     pub fn commit_others<const COLORS: bool>(&mut self, cur: u32) {
         let mut pp = cur + 1;
         while pp != cur {
-            let node = self.nd[pp as usize];
-            if node.top() <= 0 {
-                pp = node.up();
+            let top = self.nd[pp as usize].top();
+            if top <= 0 {
+                pp = self.nd[pp as usize].up();
                 continue;
             }
-            if !COLORS || node.color() == 0 {
-                self.cover::<COLORS>(node.top() as u32, true);
-            } else if node.color() > 0 {
+            let color = if COLORS {
+                self.nd[pp as usize].color()
+            } else {
+                0
+            };
+            if !COLORS || color == 0 {
+                self.cover::<COLORS>(top as u32, true);
+            } else if color > 0 {
                 self.purify(pp);
             }
             pp += 1;
@@ -463,14 +475,19 @@ impl<N: NodeRepr> Links<N> {
     pub fn uncommit_others<const COLORS: bool>(&mut self, cur: u32) {
         let mut pp = cur - 1;
         while pp != cur {
-            let node = self.nd[pp as usize];
-            if node.top() <= 0 {
-                pp = node.down();
+            let top = self.nd[pp as usize].top();
+            if top <= 0 {
+                pp = self.nd[pp as usize].down();
                 continue;
             }
-            if !COLORS || node.color() == 0 {
-                self.uncover::<COLORS>(node.top() as u32, true);
-            } else if node.color() > 0 {
+            let color = if COLORS {
+                self.nd[pp as usize].color()
+            } else {
+                0
+            };
+            if !COLORS || color == 0 {
+                self.uncover::<COLORS>(top as u32, true);
+            } else if color > 0 {
                 self.unpurify(pp);
             }
             pp -= 1;
@@ -482,20 +499,25 @@ impl<N: NodeRepr> Links<N> {
     pub fn m_commit_others<const COLORS: bool>(&mut self, cur: u32) {
         let mut pp = cur + 1;
         while pp != cur {
-            let node = self.nd[pp as usize];
-            if node.top() <= 0 {
-                pp = node.up();
+            let top = self.nd[pp as usize].top();
+            if top <= 0 {
+                pp = self.nd[pp as usize].up();
                 continue;
             }
-            let cc = node.top() as u32;
+            let color = if COLORS {
+                self.nd[pp as usize].color()
+            } else {
+                0
+            };
+            let cc = top as u32;
             if cc < self.second {
                 self.bound[cc as usize] -= 1;
                 if self.bound[cc as usize] == 0 {
                     self.cover::<COLORS>(cc, true);
                 }
-            } else if !COLORS || node.color() == 0 {
+            } else if !COLORS || color == 0 {
                 self.cover::<COLORS>(cc, true);
-            } else if node.color() > 0 {
+            } else if color > 0 {
                 self.purify(pp);
             }
             pp += 1;
@@ -505,20 +527,25 @@ impl<N: NodeRepr> Links<N> {
     pub fn m_uncommit_others<const COLORS: bool>(&mut self, cur: u32) {
         let mut pp = cur - 1;
         while pp != cur {
-            let node = self.nd[pp as usize];
-            if node.top() <= 0 {
-                pp = node.down();
+            let top = self.nd[pp as usize].top();
+            if top <= 0 {
+                pp = self.nd[pp as usize].down();
                 continue;
             }
-            let cc = node.top() as u32;
+            let color = if COLORS {
+                self.nd[pp as usize].color()
+            } else {
+                0
+            };
+            let cc = top as u32;
             if cc < self.second {
                 if self.bound[cc as usize] == 0 {
                     self.uncover::<COLORS>(cc, true);
                 }
                 self.bound[cc as usize] += 1;
-            } else if !COLORS || node.color() == 0 {
+            } else if !COLORS || color == 0 {
                 self.uncover::<COLORS>(cc, true);
-            } else if node.color() > 0 {
+            } else if color > 0 {
                 self.unpurify(pp);
             }
             pp -= 1;
@@ -532,15 +559,16 @@ impl<N: NodeRepr> Links<N> {
         let nd = &mut self.nd[..];
         let mut nn = if block { n + 1 } else { n };
         loop {
-            let node = nd[nn as usize];
-            if !COLORS || node.color() >= 0 {
-                if node.top() <= 0 {
-                    nn = node.up();
+            if !COLORS || nd[nn as usize].color() >= 0 {
+                let top = nd[nn as usize].top();
+                if top <= 0 {
+                    nn = nd[nn as usize].up();
                     continue;
                 }
-                nd[node.up() as usize].set_down(node.down());
-                nd[node.down() as usize].set_up(node.up());
-                nd[node.top() as usize].add_top(-1);
+                let (up, down) = (nd[nn as usize].up(), nd[nn as usize].down());
+                nd[up as usize].set_down(down);
+                nd[down as usize].set_up(up);
+                nd[top as usize].add_top(-1);
                 self.updates += 1;
             }
             if nn == n {
@@ -563,15 +591,16 @@ impl<N: NodeRepr> Links<N> {
                 // each goes back between neighbours that still point past it).
                 let mut nn = rr + 1;
                 while nn != rr {
-                    let node = self.nd[nn as usize];
-                    if !COLORS || node.color() >= 0 {
-                        if node.top() <= 0 {
-                            nn = node.up();
+                    if !COLORS || self.nd[nn as usize].color() >= 0 {
+                        let top = self.nd[nn as usize].top();
+                        if top <= 0 {
+                            nn = self.nd[nn as usize].up();
                             continue;
                         }
-                        self.nd[node.up() as usize].set_down(nn);
-                        self.nd[node.down() as usize].set_up(nn);
-                        self.nd[node.top() as usize].add_top(1);
+                        let (up, down) = (self.nd[nn as usize].up(), self.nd[nn as usize].down());
+                        self.nd[up as usize].set_down(nn);
+                        self.nd[down as usize].set_up(nn);
+                        self.nd[top as usize].add_top(1);
                     }
                     nn += 1;
                 }
