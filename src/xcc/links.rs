@@ -191,24 +191,6 @@ pub(crate) struct Links<N: NodeRepr> {
 
 pub(crate) const ROOT: u32 = 0;
 
-/// Asks for the cache line of node `i` ahead of its use: the next option of
-/// a list is found by a pointer, and hiding the current one leaves time to
-/// fetch it.
-#[inline(always)]
-fn prefetch<N: NodeRepr>(nd: &[N], i: u32) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(node) = nd.get(i as usize) {
-        // SAFETY: a prefetch is only a hint; the address is that of a node.
-        unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                (node as *const N).cast(),
-            );
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (nd, i);
-}
-
 impl<N: NodeRepr> Links<N> {
     pub fn new(problem: &Problem) -> Links<N> {
         let items = problem.items();
@@ -389,10 +371,8 @@ impl<N: NodeRepr> Links<N> {
         let mut updates = 1;
         let mut rr = self.nd[c as usize].down();
         while rr >= self.last_itm {
-            let next = self.nd[rr as usize].down();
-            prefetch(&self.nd, next);
             updates += self.hide::<COLORS>(rr);
-            rr = next;
+            rr = self.nd[rr as usize].down();
         }
         self.updates += updates;
     }
@@ -401,10 +381,8 @@ impl<N: NodeRepr> Links<N> {
     pub fn uncover<const COLORS: bool>(&mut self, c: u32, react: bool) {
         let mut rr = self.nd[c as usize].up();
         while rr >= self.last_itm {
-            let next = self.nd[rr as usize].up();
-            prefetch(&self.nd, next);
             self.unhide::<COLORS>(rr);
-            rr = next;
+            rr = self.nd[rr as usize].up();
         }
         if react {
             self.reactivate(c);
