@@ -358,10 +358,13 @@ impl Shared {
             })
             .count();
         self.ready_jobs.store(ready, Ordering::SeqCst);
-        self.hungry.store(
-            state.idle > 0 && ready == 0 && !state.shutdown,
-            Ordering::SeqCst,
-        );
+        let hungry = state.idle > 0 && ready == 0 && !state.shutdown;
+        let was = self.hungry.swap(hungry, Ordering::SeqCst);
+        if hungry && !was {
+            // Remote runs learn of it only when asked: ask now, not at the
+            // sessions' next look.
+            self.remote_wake.notify_waiters();
+        }
     }
 
     /// Ends a job whose work is all done, or that is stopping and has no

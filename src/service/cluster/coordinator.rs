@@ -241,7 +241,9 @@ impl Session {
             problems: VecDeque::new(),
             draining: false,
             last_seen: Instant::now(),
-            last_give_ask: Instant::now(),
+            last_give_ask: Instant::now()
+                .checked_sub(TICK)
+                .unwrap_or_else(Instant::now),
             fenced: Vec::new(),
             tx,
         }
@@ -285,7 +287,7 @@ impl Session {
                         self.police().await
                     }
                 }
-                () = self.pool.remote_wake() => Ok(()),
+                () = self.pool.remote_wake() => self.police().await,
                 () = self.tx.closed() => Err(End::Broken(Status::cancelled("the worker stopped reading"))),
             };
             if let Err(end) = step {
