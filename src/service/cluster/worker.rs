@@ -138,6 +138,18 @@ pub async fn run(
     }
 }
 
+/// An error with its causes ("transport error: connection refused ...").
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    text
+}
+
 /// A number in [0, 1) that differs between processes and calls.
 fn rand_unit() -> f64 {
     use std::hash::{BuildHasher, Hasher};
@@ -267,7 +279,7 @@ async fn session(
         Ok(channel) => channel,
         Err(e) => {
             return lost(
-                format!("cannot connect to {}: {e}", config.coordinator),
+                format!("cannot connect to {}: {}", config.coordinator, chain(&e)),
                 false,
             )
         }
