@@ -238,5 +238,4 @@ fn large_problems_get_wide_nodes() {
         .unwrap()
         .stats;
     assert_eq!(stats.solutions, 2);
-    assert_eq!(stats, count_with(&many_items, Layout::Wide));
 }

@@ -55,17 +55,16 @@ impl ConnectionObserver for Health {
 
 pub fn run(args: WorkerArgs) -> Result<(), CliError> {
     init_logging(args.log_format);
-    let threads = match args.threads {
-        Some(0) => return Err(CliError::BadInput("--threads must be at least 1".into())),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
     let mut config = WorkerConfig::new(args.coordinator);
-    config.threads = threads;
+    match args.threads {
+        Some(0) => return Err(CliError::BadInput("--threads must be at least 1".into())),
+        Some(n) => config.threads = n,
+        None => {} // one per core, the config's default
+    }
     config.name = args.name.unwrap_or_else(host_name);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        .max_blocking_threads(threads + 4)
+        .max_blocking_threads(config.threads + 4)
         .enable_all()
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;

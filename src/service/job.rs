@@ -194,13 +194,7 @@ impl Output {
         self.ready.notify_one();
     }
 
-    /// Whether a worker should hold off: the buffer is full.
-    pub fn is_full(&self) -> bool {
-        self.queue.lock().unwrap().len() >= self.capacity
-    }
-
-    /// Waits for the next event. Returns `None` only if nothing can come
-    /// any more, which never happens before `Event::Done`.
+    /// Waits for the next event (the last one is `Event::Done`).
     pub async fn next(&self) -> Event {
         loop {
             if let Some(event) = self.pop() {
@@ -224,15 +218,6 @@ impl Output {
 
     pub fn is_stalled(&self) -> bool {
         self.stalled.load(Ordering::SeqCst)
-    }
-
-    /// Events waiting in the buffer.
-    pub fn len(&self) -> usize {
-        self.queue.lock().unwrap().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

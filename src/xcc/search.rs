@@ -267,13 +267,9 @@ pub enum Layout {
 }
 
 impl Solver {
+    /// A solver with 8-byte nodes if the problem fits them, else 16-byte.
     pub fn new(problem: &Problem) -> Solver {
-        let fits = Narrow::fits(
-            node_count(problem),
-            problem.items().len(),
-            problem.colors().len(),
-        );
-        Solver::with_layout(problem, if fits { Layout::Narrow } else { Layout::Wide })
+        Solver::with_layout(problem, Layout::Narrow)
     }
 
     /// A solver with the given node layout; `Narrow` falls back to `Wide`

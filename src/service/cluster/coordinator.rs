@@ -583,7 +583,8 @@ impl Session {
                         || task.path.len() < own.path.len()
                     {
                         tracing::warn!(worker = %self.id, "checkpoint outside its task: rerunning the task");
-                        return self.book(lease_ref.id, &lease, RunEnd::Released(lease.rerun()));
+                        self.book(lease_ref.id, &lease, RunEnd::Released(lease.rerun()));
+                        return Ok(());
                     }
                     remaining.push(Work::new(task));
                 }
@@ -605,13 +606,14 @@ impl Session {
                 RunEnd::Released(lease.rerun())
             }
         };
-        self.book(lease_ref.id, &lease, end)
+        self.book(lease_ref.id, &lease, end);
+        Ok(())
     }
 
-    fn book(&self, id: u64, lease: &Lease, end: RunEnd) -> Result<(), End> {
+    /// Books the end of a lease's run with the pool.
+    fn book(&self, id: u64, lease: &Lease, end: RunEnd) {
         self.pool
             .end_remote_run(id, &lease.job, lease.work.task.weight, lease.given, end);
-        Ok(())
     }
 
     /// Looks after the running leases: revokes those of stopping jobs, asks
@@ -627,15 +629,8 @@ impl Session {
             }
             let job = lease.job.clone();
             if job.is_stopping() {
-                let lease = self.leases.get_mut(&id).expect("present");
-                lease.revoked = true;
-                self.pool.end_remote_run(
-                    id,
-                    &job,
-                    lease.work.task.weight,
-                    lease.given,
-                    RunEnd::Stopped,
-                );
+                self.leases.get_mut(&id).expect("present").revoked = true;
+                self.book(id, &self.leases[&id], RunEnd::Stopped);
                 self.ask(id, AskKind::Revoke).await?;
                 continue;
             }
@@ -668,13 +663,7 @@ impl Session {
         let lost = live.iter().filter(|(_, l)| !l.revoked).count();
         for (id, lease) in &live {
             if !lease.revoked {
-                self.pool.end_remote_run(
-                    *id,
-                    &lease.job,
-                    lease.work.task.weight,
-                    lease.given,
-                    RunEnd::Lost(lease.rerun()),
-                );
+                self.book(*id, lease, RunEnd::Lost(lease.rerun()));
             }
         }
         self.pool.remote_left(self.slots, self.slots - self.busy);
