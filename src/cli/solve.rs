@@ -140,6 +140,11 @@ impl<'a, W: Write> SolutionWriter<'a, W> {
         }
     }
 
+    /// Whether solutions are printed (not only counted).
+    pub fn prints(&self) -> bool {
+        self.print
+    }
+
     /// Counts a solution (option indices, ascending) and prints it unless
     /// only counting.
     pub fn write(&mut self, options: &[usize]) -> io::Result<()> {
@@ -180,7 +185,11 @@ struct Printer<'a, W: Write> {
 
 impl<W: Write> Visitor for Printer<'_, W> {
     fn solution(&mut self, solution: &SolutionView<'_>) -> Flow {
-        solution.options_into(&mut self.options);
+        // Counting needs no options; gathering them would cost a few
+        // percent of a count of many small solutions.
+        if self.writer.prints() {
+            solution.options_into(&mut self.options);
+        }
         match self.writer.write(&self.options) {
             Ok(()) => Flow::Continue,
             Err(e) => {

@@ -282,23 +282,55 @@ impl<N: NodeRepr> Links<N> {
         }
     }
 
+    /// The node at `i`, without a bounds check.
+    ///
+    /// The dance steps follow links millions of times a second, and a bounds
+    /// check on each costs a few percent. Every index they follow comes from
+    /// `Links::new` (which builds every `up`, `down`, `top` and active-list
+    /// link inside the arrays) or was copied from such a link, so it is in
+    /// bounds; debug builds check it anyway.
+    #[inline(always)]
+    fn node(&self, i: u32) -> &N {
+        debug_assert!((i as usize) < self.nd.len());
+        // SAFETY: `i` is a link index, in bounds as explained above.
+        unsafe { self.nd.get_unchecked(i as usize) }
+    }
+
+    /// The next active item after `k` (`ROOT` after the last primary item).
+    #[inline(always)]
+    pub fn next_active(&self, k: u32) -> u32 {
+        debug_assert!((k as usize) < self.next.len());
+        // SAFETY: an active-list link, in bounds as explained at `node`.
+        unsafe { *self.next.get_unchecked(k as usize) }
+    }
+
     #[inline(always)]
     pub fn len(&self, item: u32) -> i32 {
-        self.nd[item as usize].top()
+        self.node(item).top()
     }
 
     #[inline(always)]
     pub fn deactivate(&mut self, c: u32) {
-        let (l, r) = (self.prev[c as usize], self.next[c as usize]);
-        self.next[l as usize] = r;
-        self.prev[r as usize] = l;
+        let (prev, next) = (self.prev.as_mut_ptr(), self.next.as_mut_ptr());
+        debug_assert!((c as usize) < self.next.len());
+        // SAFETY: `c` and its neighbours are active-list links (see `node`).
+        unsafe {
+            let (l, r) = (*prev.add(c as usize), *next.add(c as usize));
+            *next.add(l as usize) = r;
+            *prev.add(r as usize) = l;
+        }
     }
 
     #[inline(always)]
     pub fn reactivate(&mut self, c: u32) {
-        let (l, r) = (self.prev[c as usize], self.next[c as usize]);
-        self.next[l as usize] = c;
-        self.prev[r as usize] = c;
+        let (prev, next) = (self.prev.as_mut_ptr(), self.next.as_mut_ptr());
+        debug_assert!((c as usize) < self.next.len());
+        // SAFETY: as in `deactivate`.
+        unsafe {
+            let (l, r) = (*prev.add(c as usize), *next.add(c as usize));
+            *next.add(l as usize) = c;
+            *prev.add(r as usize) = c;
+        }
     }
 
     /// Removes the other nodes of the option of `rr` from their lists,
@@ -369,20 +401,20 @@ impl<N: NodeRepr> Links<N> {
             self.deactivate(c);
         }
         let mut updates = 1;
-        let mut rr = self.nd[c as usize].down();
+        let mut rr = self.node(c).down();
         while rr >= self.last_itm {
             updates += self.hide::<COLORS>(rr);
-            rr = self.nd[rr as usize].down();
+            rr = self.node(rr).down();
         }
         self.updates += updates;
     }
 
     #[inline(always)]
     pub fn uncover<const COLORS: bool>(&mut self, c: u32, react: bool) {
-        let mut rr = self.nd[c as usize].up();
+        let mut rr = self.node(c).up();
         while rr >= self.last_itm {
             self.unhide::<COLORS>(rr);
-            rr = self.nd[rr as usize].up();
+            rr = self.node(rr).up();
         }
         if react {
             self.reactivate(c);
@@ -429,16 +461,12 @@ impl<N: NodeRepr> Links<N> {
     pub fn commit_others<const COLORS: bool>(&mut self, cur: u32) {
         let mut pp = cur + 1;
         while pp != cur {
-            let top = self.nd[pp as usize].top();
+            let top = self.node(pp).top();
             if top <= 0 {
-                pp = self.nd[pp as usize].up();
+                pp = self.node(pp).up();
                 continue;
             }
-            let color = if COLORS {
-                self.nd[pp as usize].color()
-            } else {
-                0
-            };
+            let color = if COLORS { self.node(pp).color() } else { 0 };
             if !COLORS || color == 0 {
                 self.cover::<COLORS>(top as u32, true);
             } else if color > 0 {
@@ -453,16 +481,12 @@ impl<N: NodeRepr> Links<N> {
     pub fn uncommit_others<const COLORS: bool>(&mut self, cur: u32) {
         let mut pp = cur - 1;
         while pp != cur {
-            let top = self.nd[pp as usize].top();
+            let top = self.node(pp).top();
             if top <= 0 {
-                pp = self.nd[pp as usize].down();
+                pp = self.node(pp).down();
                 continue;
             }
-            let color = if COLORS {
-                self.nd[pp as usize].color()
-            } else {
-                0
-            };
+            let color = if COLORS { self.node(pp).color() } else { 0 };
             if !COLORS || color == 0 {
                 self.uncover::<COLORS>(top as u32, true);
             } else if color > 0 {
@@ -477,16 +501,12 @@ impl<N: NodeRepr> Links<N> {
     pub fn m_commit_others<const COLORS: bool>(&mut self, cur: u32) {
         let mut pp = cur + 1;
         while pp != cur {
-            let top = self.nd[pp as usize].top();
+            let top = self.node(pp).top();
             if top <= 0 {
-                pp = self.nd[pp as usize].up();
+                pp = self.node(pp).up();
                 continue;
             }
-            let color = if COLORS {
-                self.nd[pp as usize].color()
-            } else {
-                0
-            };
+            let color = if COLORS { self.node(pp).color() } else { 0 };
             let cc = top as u32;
             if cc < self.second {
                 self.bound[cc as usize] -= 1;
@@ -505,16 +525,12 @@ impl<N: NodeRepr> Links<N> {
     pub fn m_uncommit_others<const COLORS: bool>(&mut self, cur: u32) {
         let mut pp = cur - 1;
         while pp != cur {
-            let top = self.nd[pp as usize].top();
+            let top = self.node(pp).top();
             if top <= 0 {
-                pp = self.nd[pp as usize].down();
+                pp = self.node(pp).down();
                 continue;
             }
-            let color = if COLORS {
-                self.nd[pp as usize].color()
-            } else {
-                0
-            };
+            let color = if COLORS { self.node(pp).color() } else { 0 };
             let cc = top as u32;
             if cc < self.second {
                 if self.bound[cc as usize] == 0 {

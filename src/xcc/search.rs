@@ -331,7 +331,11 @@ struct Search<N: NodeRepr> {
     hi: Vec<Decision>,
     lo: Vec<Decision>,
     degree: Vec<Decision>,
-    unit: Vec<f64>,
+    /// The weight of one alternative at the task's own level. Deeper levels'
+    /// weights follow from the degrees (see [`Search::units`]); they are only
+    /// needed when progress is read or work is handed out, so the search
+    /// does not divide at every node.
+    base_unit: f64,
     first_tweak: Vec<u32>,
     null_taken: Vec<bool>,
     // Per-run state.
@@ -379,7 +383,7 @@ impl<N: NodeRepr> Search<N> {
             hi: vec![0; depth],
             lo: vec![0; depth],
             degree: vec![0; depth],
-            unit: vec![0.0; depth],
+            base_unit: 0.0,
             first_tweak: vec![0; depth],
             null_taken: vec![false; depth],
             stats: Stats::default(),
@@ -445,8 +449,9 @@ impl<N: NodeRepr> Search<N> {
         })
     }
 
-    /// Sets the range of alternatives of a freshly entered level, and its
-    /// weight per alternative.
+    /// Sets the range of alternatives of a freshly entered level (and, at
+    /// the task's own level, the weight per alternative).
+    #[inline(always)]
     fn enter_level(&mut self, level: usize, task: &Task, degree: Decision) {
         let (lo, hi) = if level < self.base {
             (task.path[level], task.path[level].saturating_add(1))
@@ -465,14 +470,27 @@ impl<N: NodeRepr> Search<N> {
         self.pos[level] = lo;
         self.degree[level] = degree;
         if level == self.base {
-            self.unit[level] = if hi > lo {
+            self.base_unit = if hi > lo {
                 task.weight / f64::from(hi - lo)
             } else {
                 0.0
             };
-        } else if level > self.base {
-            self.unit[level] = self.unit[level - 1] / f64::from(degree.max(1));
         }
+    }
+
+    /// `(level, weight of one alternative there)` for the levels from the
+    /// task's own down to `level - 1`: each level splits the weight of one
+    /// alternative above it evenly among its `degree` alternatives (Knuth's
+    /// estimate).
+    fn units(&self, level: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
+        (self.base..level).scan(0.0, move |unit, l| {
+            *unit = if l == self.base {
+                self.base_unit
+            } else {
+                *unit / f64::from(self.degree[l].max(1))
+            };
+            Some((l, *unit))
+        })
     }
 
     /// The end of the range at the node on `level` now entered, after the
@@ -571,35 +589,35 @@ impl<N: NodeRepr> Search<N> {
             return 0.5 * (self.task_weight - self.given_weight);
         }
         let mut done = 0.0;
-        for l in self.base..level {
-            done += f64::from(self.pos[l] - self.lo[l]) * self.unit[l];
+        let mut deepest = 0.0;
+        for (l, unit) in self.units(level) {
+            done += f64::from(self.pos[l] - self.lo[l]) * unit;
+            deepest = unit;
         }
-        done + 0.5 * self.unit[level - 1]
+        done + 0.5 * deepest
     }
 
     /// Gives away the upper half of the untried alternatives at the
     /// shallowest level that has any. Called at a node on `level`.
     fn give_away(&mut self, level: usize) -> Option<Task> {
-        for l in self.base..level {
-            let (pos, hi) = (self.pos[l], self.hi[l]);
-            if hi > pos + 1 {
-                let untried = hi - pos - 1;
-                let mid = pos + 1 + untried / 2;
-                let weight = self.unit[l] * f64::from(hi - mid);
-                self.hi[l] = mid;
-                self.given_weight += weight;
-                let path = self.pos[..l].to_vec();
-                let cuts = self.cuts_within(&path, mid, hi);
-                return Some(Task {
-                    path,
-                    from: mid,
-                    to: hi,
-                    weight,
-                    cuts,
-                });
-            }
-        }
-        None
+        let (l, unit) = self
+            .units(level)
+            .find(|&(l, _)| self.hi[l] > self.pos[l] + 1)?;
+        let (pos, hi) = (self.pos[l], self.hi[l]);
+        let untried = hi - pos - 1;
+        let mid = pos + 1 + untried / 2;
+        let weight = unit * f64::from(hi - mid);
+        self.hi[l] = mid;
+        self.given_weight += weight;
+        let path = self.pos[..l].to_vec();
+        let cuts = self.cuts_within(&path, mid, hi);
+        Some(Task {
+            path,
+            from: mid,
+            to: hi,
+            weight,
+            cuts,
+        })
     }
 
     /// The unexplored work of a run stopped at a node on `level` (not yet
@@ -608,15 +626,16 @@ impl<N: NodeRepr> Search<N> {
         if level <= self.base {
             return vec![task.clone()];
         }
+        let units: Vec<(usize, f64)> = self.units(level).collect();
         let path = self.pos[..level].to_vec();
         let mut tasks = vec![Task {
             cuts: self.cuts_within(&path, 0, ALL),
             path,
             from: 0,
             to: ALL,
-            weight: self.unit[level - 1],
+            weight: units[units.len() - 1].1,
         }];
-        for l in (self.base..level).rev() {
+        for &(l, unit) in units.iter().rev() {
             let (pos, hi) = (self.pos[l], self.hi[l]);
             if hi > pos + 1 {
                 let path = self.pos[..l].to_vec();
@@ -625,7 +644,7 @@ impl<N: NodeRepr> Search<N> {
                     path,
                     from: pos + 1,
                     to: hi,
-                    weight: self.unit[l] * f64::from(hi - pos - 1),
+                    weight: unit * f64::from(hi - pos - 1),
                 });
             }
         }
@@ -689,7 +708,7 @@ impl<N: NodeRepr> Search<N> {
         let links = &self.links;
         let mut best = ROOT;
         let mut t = i32::MAX;
-        let mut k = links.next[ROOT as usize];
+        let mut k = links.next_active(ROOT);
         while k != ROOT {
             let len = links.len(k);
             if len < t {
@@ -699,7 +718,7 @@ impl<N: NodeRepr> Search<N> {
                     break;
                 }
             }
-            k = links.next[k as usize];
+            k = links.next_active(k);
         }
         (best, t)
     }
@@ -816,7 +835,7 @@ impl<N: NodeRepr> Search<N> {
         let links = &self.links;
         let mut score = i64::MAX;
         let (mut best, mut best_s, mut best_l) = (ROOT, 0i64, 0i64);
-        let mut k = links.next[ROOT as usize];
+        let mut k = links.next_active(ROOT);
         while k != ROOT {
             let bound = i64::from(links.bound[k as usize]);
             let s = i64::from(links.slack[k as usize]).min(bound);
@@ -828,7 +847,7 @@ impl<N: NodeRepr> Search<N> {
                 best_s = s;
                 best_l = len;
             }
-            k = links.next[k as usize];
+            k = links.next_active(k);
         }
         (best, (best != ROOT).then_some(score))
     }
