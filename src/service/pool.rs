@@ -77,12 +77,41 @@ pub enum SubmitError {
     NeedsLocalThreads,
 }
 
+/// How far a running search has got, written by its thread at each poll and
+/// read by progress reports without stopping it (or taking any lock).
+#[derive(Default)]
+pub(crate) struct LiveProgress {
+    /// An `f64` (Knuth's estimate of the weight explored), as bits.
+    done_weight: AtomicU64,
+    nodes: AtomicU64,
+}
+
+impl LiveProgress {
+    pub(crate) fn publish(&self, progress: &ProgressView<'_>) {
+        self.done_weight
+            .store(progress.done_weight.to_bits(), Ordering::SeqCst);
+        self.nodes.store(progress.stats.nodes, Ordering::SeqCst);
+    }
+
+    fn reset(&self) {
+        self.done_weight.store(0f64.to_bits(), Ordering::SeqCst);
+        self.nodes.store(0, Ordering::SeqCst);
+    }
+
+    /// `(done weight, nodes)` as last published.
+    pub(crate) fn read(&self) -> (f64, u64) {
+        (
+            f64::from_bits(self.done_weight.load(Ordering::SeqCst)),
+            self.nodes.load(Ordering::SeqCst),
+        )
+    }
+}
+
 /// What one worker is doing, readable without the lock.
 #[derive(Default)]
 struct WorkerSlot {
     job: AtomicU64,
-    done_weight: AtomicU64,
-    nodes: AtomicU64,
+    progress: LiveProgress,
 }
 
 struct Sched {
@@ -245,8 +274,9 @@ impl Pool {
                 let mut done = sched.finished_weight;
                 for slot in &self.shared.slots {
                     if slot.job.load(Ordering::SeqCst) == job.id {
-                        done += f64::from_bits(slot.done_weight.load(Ordering::SeqCst));
-                        nodes += slot.nodes.load(Ordering::SeqCst);
+                        let (slot_done, slot_nodes) = slot.progress.read();
+                        done += slot_done;
+                        nodes += slot_nodes;
                     }
                 }
                 for &(id, weight, run_nodes) in state.remote_runs.values() {
@@ -405,8 +435,7 @@ impl Shared {
             if let Some(pick) = Self::pick(&mut state, false) {
                 let slot = &self.slots[index];
                 slot.job.store(pick.0.id, Ordering::SeqCst);
-                slot.done_weight.store(0f64.to_bits(), Ordering::SeqCst);
-                slot.nodes.store(0, Ordering::SeqCst);
+                slot.progress.reset();
                 self.refresh(&state);
                 return Some(pick);
             }
@@ -818,12 +847,7 @@ impl Visitor for TaskVisitor<'_> {
     }
 
     fn poll(&mut self, progress: &ProgressView<'_>) -> Request {
-        self.slot
-            .done_weight
-            .store(progress.done_weight.to_bits(), Ordering::SeqCst);
-        self.slot
-            .nodes
-            .store(progress.stats.nodes, Ordering::SeqCst);
+        self.slot.progress.publish(progress);
         self.job.add_solutions(std::mem::take(&mut self.unclaimed));
         if self.job.is_stopping() {
             return Request::Stop;

@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ use super::proto::{
     self as pb, coordinator_client::CoordinatorClient, coordinator_message::Kind as In,
     worker_message::Kind as Out, AskKind, RunStatus,
 };
-use crate::service::pool::POLL_NODES;
+use crate::service::pool::{LiveProgress, POLL_NODES};
 use crate::xcc::{
     self, Flow, Problem, ProgressView, Request, RunConfig, SolutionView, Solver, Status, Visitor,
 };
@@ -233,8 +233,7 @@ struct RunControl {
     /// The worker is draining: a run that cannot checkpoint yet gives its
     /// lease back instead.
     draining: AtomicBool,
-    done_weight: AtomicU64,
-    nodes: AtomicU64,
+    progress: LiveProgress,
 }
 
 impl RunControl {
@@ -394,10 +393,13 @@ async fn session(
             _ = heartbeat.tick() => {
                 let leases = runs
                     .iter()
-                    .map(|(&id, (epoch, control))| pb::LeaseProgress {
-                        lease: Some(pb::LeaseRef { id, epoch: *epoch }),
-                        done_weight: f64::from_bits(control.done_weight.load(Ordering::SeqCst)),
-                        nodes: control.nodes.load(Ordering::SeqCst),
+                    .map(|(&id, (epoch, control))| {
+                        let (done_weight, nodes) = control.progress.read();
+                        pb::LeaseProgress {
+                            lease: Some(pb::LeaseRef { id, epoch: *epoch }),
+                            done_weight,
+                            nodes,
+                        }
                     })
                     .collect();
                 if tx.send(message(Out::Heartbeat(pb::Heartbeat { leases }))).await.is_err() {
@@ -566,12 +568,7 @@ impl Visitor for RemoteVisitor<'_> {
     }
 
     fn poll(&mut self, progress: &ProgressView<'_>) -> Request {
-        self.control
-            .done_weight
-            .store(progress.done_weight.to_bits(), Ordering::SeqCst);
-        self.control
-            .nodes
-            .store(progress.stats.nodes, Ordering::SeqCst);
+        self.control.progress.publish(progress);
         if self.last_flush.elapsed() >= FLUSH_EVERY {
             self.flush();
         }
