@@ -243,6 +243,9 @@ struct RunResult {
     done_weight: f64,
     /// Search-tree nodes this run counted.
     nodes: u64,
+    /// Updates and cleansings of its own work (its path's replay apart).
+    updates: u64,
+    cleansings: u64,
 }
 
 /// Runs `task` on `solver` with random splits, and checks what comes back.
@@ -320,6 +323,8 @@ fn split_run(
         remaining: outcome.remaining,
         done_weight,
         nodes: outcome.stats.nodes,
+        updates: outcome.stats.updates,
+        cleansings: outcome.stats.cleansings,
     }
 }
 
@@ -426,6 +431,7 @@ fn check_queue(problem: &Problem, order: Order, policy: Policy, seed: u64) -> Qu
     let mut found = Vec::new();
     let mut solutions_counted = 0;
     let mut nodes_counted = 0;
+    let (mut updates_counted, mut cleansings_counted) = (0, 0);
     let mut exhausted_weight = 0.0;
     let mut checkpointed_done = 0.0;
     let (mut runs, mut splits) = (0, 0);
@@ -452,6 +458,8 @@ fn check_queue(problem: &Problem, order: Order, policy: Policy, seed: u64) -> Qu
         let r = split_run(&mut solver, &task, p, rng.next(), &mut degrees);
         solutions_counted += r.solutions.len();
         nodes_counted += r.nodes;
+        updates_counted += r.updates;
+        cleansings_counted += r.cleansings;
         found.extend(r.solutions);
         match r.status {
             Status::Exhausted => exhausted_weight += task.weight - r.given_weight,
@@ -464,6 +472,12 @@ fn check_queue(problem: &Problem, order: Order, policy: Policy, seed: u64) -> Qu
     assert_eq!(solutions_counted as u64, full_stats.solutions);
     // Each node of the tree is counted by exactly one run.
     assert_eq!(nodes_counted, full_stats.nodes, "{order:?}: node counts");
+    // And each update: replaying a task's path counts apart.
+    assert_eq!(
+        (updates_counted, cleansings_counted),
+        (full_stats.updates, full_stats.cleansings),
+        "{order:?}: update and cleansing counts"
+    );
     assert_eq!(
         sorted(found),
         sorted(expected),

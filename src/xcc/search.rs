@@ -28,10 +28,18 @@ use super::task::{Cut, Decision, Task, ALL};
 pub struct Stats {
     /// Search-tree nodes, each solution counted as a node (as Knuth does).
     pub nodes: u64,
-    /// Removals of a node from a list or of an item from the active list.
+    /// Removals of a node from a list or of an item from the active list,
+    /// made while exploring the task's own subtrees: over the tasks a
+    /// search is cut into, these add up to the unsplit search's count.
     pub updates: u64,
-    /// Purifications and options marked as agreeing with a purified item.
+    /// Purifications and options marked as agreeing with a purified item
+    /// (likewise without the replay).
     pub cleansings: u64,
+    /// Updates spent replaying the task's path to reach its node: work the
+    /// run that made the task had already counted. Zero for the root task.
+    pub replay_updates: u64,
+    /// Cleansings spent on the same replay.
+    pub replay_cleansings: u64,
     pub solutions: u64,
     /// Deepest level reached.
     pub max_level: usize,
@@ -45,6 +53,8 @@ impl Stats {
         self.nodes += other.nodes;
         self.updates += other.updates;
         self.cleansings += other.cleansings;
+        self.replay_updates += other.replay_updates;
+        self.replay_cleansings += other.replay_cleansings;
         self.solutions += other.solutions;
         self.max_level = self.max_level.max(other.max_level);
         if self.profile.len() < other.profile.len() {
@@ -343,6 +353,13 @@ struct Search<N: NodeRepr> {
     base: usize,
     /// Whether the task's own node is new to the search (the root task).
     count_base: bool,
+    /// Whether the task covers its node's whole range (the root task, and
+    /// the first task a checkpoint leaves): the run that made it counted
+    /// the node but did not branch there, so the branching is new work.
+    fresh_base: bool,
+    /// The link counters (updates, cleansings) when the replay of the
+    /// task's path ended; `None` until then.
+    replay_mark: Option<(u64, u64)>,
     task_weight: f64,
     given_weight: f64,
     countdown: u64,
@@ -389,6 +406,8 @@ impl<N: NodeRepr> Search<N> {
             stats: Stats::default(),
             base: 0,
             count_base: true,
+            fresh_base: true,
+            replay_mark: None,
             task_weight: 1.0,
             given_weight: 0.0,
             countdown: 0,
@@ -415,6 +434,8 @@ impl<N: NodeRepr> Search<N> {
         self.links.cleansings = 0;
         self.base = task.path.len();
         self.count_base = task.path.is_empty() && task.from == 0 && task.to == ALL;
+        self.fresh_base = task.from == 0 && task.to == ALL;
+        self.replay_mark = None;
         self.task_weight = task.weight;
         self.given_weight = 0.0;
         self.countdown = config.poll_interval.max(1);
@@ -439,8 +460,13 @@ impl<N: NodeRepr> Search<N> {
             (true, false) => self.run_m::<false, V>(task, config, visitor),
             (true, true) => self.run_m::<true, V>(task, config, visitor),
         };
-        self.stats.updates = self.links.updates;
-        self.stats.cleansings = self.links.cleansings;
+        let (replay_updates, replay_cleansings) = self
+            .replay_mark
+            .unwrap_or((self.links.updates, self.links.cleansings));
+        self.stats.updates = self.links.updates - replay_updates;
+        self.stats.cleansings = self.links.cleansings - replay_cleansings;
+        self.stats.replay_updates = replay_updates;
+        self.stats.replay_cleansings = replay_cleansings;
         let (status, remaining) = result?;
         Ok(Outcome {
             status,
@@ -475,6 +501,18 @@ impl<N: NodeRepr> Search<N> {
             } else {
                 0.0
             };
+        }
+    }
+
+    /// Ends the replay of the task's path: the updates from here on are the
+    /// task's own work. Called at the task's node: before branching there
+    /// when the branching is new (`fresh_base`), else after the item was
+    /// covered and the alternatives before the range skipped, which the run
+    /// that made the task did and counted already.
+    #[inline(always)]
+    fn mark_replay(&mut self, level: usize, after_branching: bool) {
+        if level == self.base && after_branching != self.fresh_base {
+            self.replay_mark = Some((self.links.updates, self.links.cleansings));
         }
     }
 
@@ -557,8 +595,10 @@ impl<N: NodeRepr> Search<N> {
                 return Some(Exit::Stop(Status::Stopped));
             }
         }
-        self.stats.updates = self.links.updates;
-        self.stats.cleansings = self.links.cleansings;
+        // Polls come only below the task's node, after its replay ended.
+        let (replay_updates, replay_cleansings) = self.replay_mark.unwrap_or_default();
+        self.stats.updates = self.links.updates - replay_updates;
+        self.stats.cleansings = self.links.cleansings - replay_cleansings;
         let request = {
             let view = ProgressView {
                 stats: &self.stats,
@@ -743,6 +783,7 @@ impl<N: NodeRepr> Search<N> {
                         step = Step::Recover;
                         continue;
                     }
+                    self.mark_replay(level, false);
                     let (best, len) = self.choose_c();
                     self.links.cover::<COLORS>(best, true);
                     self.best[level] = best;
@@ -764,6 +805,7 @@ impl<N: NodeRepr> Search<N> {
                         self.unwind_c::<COLORS>(level);
                         return Err(err);
                     }
+                    self.mark_replay(level, true);
                     step = Step::Advance;
                 }
                 Step::Advance => {
@@ -919,6 +961,7 @@ impl<N: NodeRepr> Search<N> {
                         step = Step::Backdown;
                         continue;
                     }
+                    self.mark_replay(level, false);
                     let (best, score) = self.choose_m();
                     let Some(score) = score else {
                         if level < self.base {
@@ -977,6 +1020,7 @@ impl<N: NodeRepr> Search<N> {
                         step = Step::Backup;
                         continue;
                     }
+                    self.mark_replay(level, true);
                     step = Step::Advance;
                 }
                 Step::Advance => {
