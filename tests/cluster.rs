@@ -23,7 +23,7 @@ use xccd::service::cluster::proto as wire;
 use xccd::service::cluster::{ClusterConfig, WorkerConfig};
 use xccd::service::proto as pb;
 use xccd::service::server::{start, RunningServer, ServeConfig};
-use xccd::service::{Delivery, JobSpec, PoolConfig};
+use xccd::service::{JobSpec, PoolConfig};
 use xccd::xcc::{dlx_format, Collect, Problem, RunConfig, Solver, Task};
 
 use pb::enumerate_response::Event;
@@ -808,17 +808,14 @@ async fn a_worker_must_say_hello_in_the_right_protocol() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn searches_with_side_conditions_need_local_threads() {
+async fn side_conditions_given_as_code_only_need_local_threads() {
     struct Connected;
-    impl xccd::service::job::SideCondition for Connected {
-        fn accept(&self, _: &[usize]) -> bool {
-            true
+    impl xccd::run::SideCondition for Connected {
+        fn accept(&self, options: &[usize]) -> bool {
+            options.len() % 2 == 0
         }
-        fn accept_partial(&self, _: &[usize]) -> bool {
+        fn restricts(&self) -> bool {
             true
-        }
-        fn prunes(&self) -> bool {
-            false
         }
     }
     let _serial = SERIAL.lock().await;
@@ -826,10 +823,8 @@ async fn searches_with_side_conditions_need_local_threads() {
     let refused = server.pool.submit(
         Arc::new(parse(&instance("queens8"))),
         JobSpec {
-            limit: None,
-            max_nodes: None,
-            delivery: Delivery::CountOnly,
             condition: Some(Arc::new(Connected)),
+            ..JobSpec::default()
         },
     );
     assert!(
@@ -837,7 +832,7 @@ async fn searches_with_side_conditions_need_local_threads() {
             refused,
             Err(xccd::service::pool::SubmitError::NeedsLocalThreads)
         ),
-        "a pure coordinator cannot run a side condition"
+        "a pure coordinator cannot run a side condition that is only code"
     );
     server.shutdown().await.expect("clean shutdown");
 }

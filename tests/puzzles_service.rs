@@ -99,7 +99,9 @@ async fn solve_check_and_enumerate_match_the_library() {
         let (mut streamed, mut summary) = (Vec::new(), None);
         while let Some(m) = stream.message().await.unwrap() {
             match m.event {
-                Some(pb::enumerate_puzzle_response::Event::Solution(s)) => streamed.push(s.text),
+                Some(pb::enumerate_puzzle_response::Event::Solutions(batch)) => {
+                    streamed.extend(batch.solutions.into_iter().map(|s| s.text))
+                }
                 Some(pb::enumerate_puzzle_response::Event::Summary(s)) => summary = Some(s),
                 _ => {}
             }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use xccd::service::proto as pb;
 use xccd::service::proto::solver_service_client::SolverServiceClient;
 use xccd::service::server::{start, ServeConfig};
-use xccd::service::{Delivery, JobSpec, Pool, PoolConfig};
+use xccd::service::{JobSpec, Pool, PoolConfig};
 use xccd::xcc::{CountOnly, Problem, RunConfig, Solver, Task};
 
 use super::CliError;
@@ -43,15 +43,7 @@ pub(super) async fn count(
 ) -> Result<(u64, f64, u64), CliError> {
     let start = Instant::now();
     let job = pool
-        .submit(
-            problem.clone(),
-            JobSpec {
-                limit: None,
-                max_nodes: None,
-                delivery: Delivery::CountOnly,
-                condition: None,
-            },
-        )
+        .submit(problem.clone(), JobSpec::default())
         .map_err(|e| CliError::Failed(e.to_string()))?;
     let summary = job.wait().await;
     Ok((

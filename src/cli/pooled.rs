@@ -1,11 +1,13 @@
-//! `xccd solve --threads N` (the server's worker pool, in this process) and
-//! `xccd solve --server URL` (a running server). Both print through the same
-//! writer as the single-threaded run, so their output has the same form.
+//! Running a search somewhere other than this thread: on the server's worker
+//! pool in this process (`--threads N`), or on a running server (`--server
+//! URL`). `xccd solve` and `xccd puzzle solve` both use these, so every way
+//! of running prints the same thing.
 
 use std::io::{self, BufWriter};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tonic::Streaming;
 use xccd::service::job::Event;
 use xccd::service::proto as pb;
 use xccd::service::proto::solver_service_client::SolverServiceClient;
@@ -23,46 +25,48 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))
 }
 
-pub fn run_local(args: &SolveArgs, problem: Problem, threads: usize) -> Result<(), CliError> {
+/// How a search run on the pool or a server ended.
+pub struct Ended {
+    pub stats: Stats,
+    pub node_limit: bool,
+    /// The output could not be written (the search was then cancelled).
+    pub write_error: Option<io::Error>,
+}
+
+/// The delivery of a job whose solutions this process prints (or counts).
+pub fn delivery(count_only: bool) -> Delivery {
+    if count_only {
+        Delivery::CountOnly
+    } else {
+        Delivery::Stream {
+            buffer_batches: 64,
+            batch_size: 256,
+        }
+    }
+}
+
+/// Runs one job on a pool of `threads` worker threads in this process,
+/// handing each solution (option indices) to `each` as it comes.
+pub fn on_pool(
+    problem: Arc<Problem>,
+    spec: JobSpec,
+    threads: usize,
+    quiet: bool,
+    mut each: impl FnMut(&[u32]) -> io::Result<()>,
+) -> Result<Ended, CliError> {
     if threads == 0 {
         return Err(CliError::BadInput("--threads must be at least 1".into()));
     }
-    let limit = solution_limit(args)?;
-    let problem = Arc::new(problem);
     let pool = Pool::new(PoolConfig {
         threads,
         max_jobs: 1,
         ..PoolConfig::default()
     });
-    let start = Instant::now();
     let job = pool
-        .submit(
-            problem.clone(),
-            JobSpec {
-                limit,
-                max_nodes: args.max_nodes,
-                delivery: if args.count {
-                    Delivery::CountOnly
-                } else {
-                    Delivery::Stream {
-                        buffer_batches: 64,
-                        batch_size: 256,
-                    }
-                },
-                condition: None,
-            },
-        )
+        .submit(problem, spec)
         .map_err(|e| CliError::Failed(e.to_string()))?;
-    let stdout = io::stdout();
-    let mut writer = SolutionWriter::new(
-        &problem,
-        BufWriter::new(stdout.lock()),
-        args.format,
-        !args.count,
-    );
-    let mut bar = Bar::new(args.quiet);
+    let mut bar = Bar::new(quiet);
     let mut write_error = None;
-    let mut options = Vec::new();
     let summary = runtime()?.block_on(async {
         let mut tick = tokio::time::interval(Duration::from_millis(200));
         loop {
@@ -70,13 +74,12 @@ pub fn run_local(args: &SolveArgs, problem: Problem, threads: usize) -> Result<(
                 event = job.next_event() => match event {
                     Event::Solutions(batch) => {
                         for solution in batch {
-                            options.clear();
-                            options.extend(solution.iter().map(|&o| o as usize));
-                            if write_error.is_none() {
-                                if let Err(e) = writer.write(&options) {
-                                    write_error = Some(e);
-                                    pool.cancel(&job, EndReason::Cancelled);
-                                }
+                            if write_error.is_some() {
+                                break;
+                            }
+                            if let Err(e) = each(&solution) {
+                                write_error = Some(e);
+                                pool.cancel(&job, EndReason::Cancelled);
                             }
                         }
                     }
@@ -90,14 +93,51 @@ pub fn run_local(args: &SolveArgs, problem: Problem, threads: usize) -> Result<(
         }
     });
     bar.finish();
+    if let (EndReason::Failed, None) = (summary.reason, &write_error) {
+        return Err(CliError::Failed(
+            summary
+                .error
+                .unwrap_or_else(|| "the search failed".to_string()),
+        ));
+    }
+    Ok(Ended {
+        stats: summary.stats,
+        node_limit: summary.reason == EndReason::NodeLimit,
+        write_error,
+    })
+}
+
+pub fn run_local(args: &SolveArgs, problem: Problem, threads: usize) -> Result<(), CliError> {
+    let limit = solution_limit(args.all, args.count, args.limit)?;
+    let problem = Arc::new(problem);
+    let start = Instant::now();
+    let stdout = io::stdout();
+    let mut writer = SolutionWriter::new(
+        &problem,
+        BufWriter::new(stdout.lock()),
+        args.format,
+        !args.count,
+    );
+    let mut options = Vec::new();
+    let spec = JobSpec {
+        limit,
+        max_nodes: args.max_nodes,
+        delivery: delivery(args.count),
+        ..JobSpec::default()
+    };
+    let ended = on_pool(problem.clone(), spec, threads, args.quiet, |solution| {
+        options.clear();
+        options.extend(solution.iter().map(|&o| o as usize));
+        writer.write(&options)
+    })?;
     finish(
         args,
         writer,
-        write_error,
+        ended.write_error,
         Finish {
-            stats: summary.stats,
+            stats: ended.stats,
             elapsed: start.elapsed(),
-            node_limit: summary.reason == EndReason::NodeLimit,
+            node_limit: ended.node_limit,
         },
     )
 }
@@ -109,13 +149,116 @@ fn status_error(url: &str, status: tonic::Status) -> CliError {
     }
 }
 
+/// A channel to the server at `url`.
+pub async fn connect(url: &str) -> Result<tonic::transport::Channel, CliError> {
+    tonic::transport::Endpoint::from_shared(url.to_string())
+        .map_err(|e| CliError::BadInput(format!("--server {url:?}: {e}")))?
+        .connect()
+        .await
+        .map_err(|e| CliError::Failed(format!("cannot connect to {url}: {e}")))
+}
+
+/// One message of a solution stream, whatever the RPC.
+pub enum StreamEvent<S> {
+    Solutions(Vec<S>),
+    Progress(pb::Progress),
+    Summary(pb::Summary),
+    Nothing,
+}
+
+/// The messages of the server's solution streams.
+pub trait Streamed {
+    type Solution;
+    fn event(self) -> StreamEvent<Self::Solution>;
+}
+
+impl Streamed for pb::EnumerateResponse {
+    type Solution = pb::Solution;
+    fn event(self) -> StreamEvent<pb::Solution> {
+        use pb::enumerate_response::Event as E;
+        match self.event {
+            Some(E::Solutions(batch)) => StreamEvent::Solutions(batch.solutions),
+            Some(E::Progress(p)) => StreamEvent::Progress(p),
+            Some(E::Summary(s)) => StreamEvent::Summary(s),
+            None => StreamEvent::Nothing,
+        }
+    }
+}
+
+impl Streamed for pb::EnumeratePuzzleResponse {
+    type Solution = pb::PuzzleSolution;
+    fn event(self) -> StreamEvent<pb::PuzzleSolution> {
+        use pb::enumerate_puzzle_response::Event as E;
+        match self.event {
+            Some(E::Solutions(batch)) => StreamEvent::Solutions(batch.solutions),
+            Some(E::Progress(p)) => StreamEvent::Progress(p),
+            Some(E::Summary(s)) => StreamEvent::Summary(s),
+            None => StreamEvent::Nothing,
+        }
+    }
+}
+
+/// Reads a solution stream from the server at `url` to its summary, handing
+/// each solution to `each`. A write error drops the stream, which cancels
+/// the search on the server.
+pub async fn drain<M: Streamed>(
+    url: &str,
+    mut stream: Streaming<M>,
+    quiet: bool,
+    mut each: impl FnMut(M::Solution) -> io::Result<()>,
+) -> Result<Ended, CliError> {
+    let mut bar = Bar::new(quiet);
+    let summary = loop {
+        let Some(message) = stream.message().await.map_err(|s| status_error(url, s))? else {
+            return Err(CliError::Failed(format!(
+                "{url}: the stream ended without a summary"
+            )));
+        };
+        match message.event() {
+            StreamEvent::Solutions(solutions) => {
+                for solution in solutions {
+                    if let Err(e) = each(solution) {
+                        bar.finish();
+                        return Ok(Ended {
+                            stats: Stats::default(),
+                            node_limit: false,
+                            write_error: Some(e),
+                        });
+                    }
+                }
+            }
+            StreamEvent::Progress(p) => bar.update(p.solutions, p.nodes, p.fraction_done),
+            StreamEvent::Summary(summary) => break summary,
+            StreamEvent::Nothing => {}
+        }
+    };
+    bar.finish();
+    if summary.reason == pb::EndReason::Failed as i32 {
+        return Err(CliError::Failed(format!("{url}: {}", summary.error)));
+    }
+    let s = summary.statistics.unwrap_or_default();
+    Ok(Ended {
+        stats: Stats {
+            nodes: s.nodes,
+            updates: s.updates,
+            cleansings: s.cleansings,
+            replay_updates: s.replay_updates,
+            replay_cleansings: s.replay_cleansings,
+            solutions: summary.solutions,
+            ..Stats::default()
+        },
+        node_limit: summary.reason == pb::EndReason::NodeLimit as i32,
+        write_error: None,
+    })
+}
+
 pub fn run_remote(
     args: &SolveArgs,
     problem: &Problem,
     text: String,
     url: &str,
 ) -> Result<(), CliError> {
-    let limit = solution_limit(args)?;
+    let limit = solution_limit(args.all, args.count, args.limit)?;
     let stdout = io::stdout();
     let mut writer = SolutionWriter::new(
         problem,
@@ -123,79 +266,65 @@ pub fn run_remote(
         args.format,
         !args.count,
     );
-    let mut bar = Bar::new(args.quiet);
-    let mut write_error = None;
     let start = Instant::now();
-    let summary = runtime()?.block_on(async {
-        let mut client = SolverServiceClient::connect(url.to_string())
-            .await
-            .map_err(|e| CliError::Failed(format!("cannot connect to {url}: {e}")))?
+    let request = pb::EnumerateRequest {
+        problem: Some(pb::Problem {
+            source: Some(pb::problem::Source::Dlx(text)),
+        }),
+        limit: limit.unwrap_or(0),
+        count_only: args.count,
+        max_nodes: args.max_nodes.unwrap_or(0),
+        progress_interval_seconds: 0.2,
+        ..Default::default()
+    };
+    let mut options = Vec::new();
+    let ended = runtime()?.block_on(async {
+        let mut client = SolverServiceClient::new(connect(url).await?)
             .max_decoding_message_size(64 << 20)
             .max_encoding_message_size(64 << 20);
-        let request = pb::EnumerateRequest {
-            problem: Some(pb::Problem {
-                source: Some(pb::problem::Source::Dlx(text)),
-            }),
-            limit: limit.unwrap_or(0),
-            count_only: args.count,
-            max_nodes: args.max_nodes.unwrap_or(0),
-            progress_interval_seconds: 0.2,
-            ..Default::default()
-        };
-        let mut stream = client
+        let stream = client
             .enumerate(request)
             .await
             .map_err(|s| status_error(url, s))?
             .into_inner();
-        let mut options = Vec::new();
-        while let Some(message) = stream.message().await.map_err(|s| status_error(url, s))? {
-            use pb::enumerate_response::Event as E;
-            match message.event {
-                Some(E::Solutions(batch)) => {
-                    for solution in batch.solutions {
-                        options.clear();
-                        options.extend(solution.option_indices.iter().map(|&o| o as usize));
-                        if let Err(e) = writer.write(&options) {
-                            write_error = Some(e);
-                            // Dropping the stream cancels the job on the server.
-                            return Ok(None);
-                        }
-                    }
-                }
-                Some(E::Progress(p)) => bar.update(p.solutions, p.nodes, p.fraction_done),
-                Some(E::Summary(summary)) => return Ok(Some(summary)),
-                None => {}
-            }
-        }
-        Err(CliError::Failed(format!(
-            "{url}: the stream ended without a summary"
-        )))
+        drain(url, stream, args.quiet, |solution| {
+            options.clear();
+            options.extend(solution.option_indices.iter().map(|&o| o as usize));
+            writer.write(&options)
+        })
+        .await
     })?;
-    bar.finish();
-    let (stats, node_limit) = match summary {
-        Some(summary) => {
-            let s = summary.statistics.unwrap_or_default();
-            (
-                Stats {
-                    nodes: s.nodes,
-                    updates: s.updates,
-                    cleansings: s.cleansings,
-                    solutions: summary.solutions,
-                    ..Stats::default()
-                },
-                summary.reason == pb::EndReason::NodeLimit as i32,
-            )
-        }
-        None => (Stats::default(), false),
-    };
     finish(
         args,
         writer,
-        write_error,
+        ended.write_error,
         Finish {
-            stats,
+            stats: ended.stats,
             elapsed: start.elapsed(),
-            node_limit,
+            node_limit: ended.node_limit,
         },
     )
+}
+
+/// Solves a puzzle on the server at `url` (EnumeratePuzzle), handing each
+/// solved grid's text to `each`.
+pub fn puzzle_remote(
+    url: &str,
+    request: pb::EnumeratePuzzleRequest,
+    quiet: bool,
+    each: impl FnMut(pb::PuzzleSolution) -> io::Result<()>,
+) -> Result<Ended, CliError> {
+    runtime()?.block_on(async {
+        let mut client = xccd::service::proto::puzzle_service_client::PuzzleServiceClient::new(
+            connect(url).await?,
+        )
+        .max_decoding_message_size(64 << 20)
+        .max_encoding_message_size(64 << 20);
+        let stream = client
+            .enumerate_puzzle(request)
+            .await
+            .map_err(|s| status_error(url, s))?
+            .into_inner();
+        drain(url, stream, quiet, each).await
+    })
 }

@@ -9,14 +9,19 @@
 
 use std::io::{self, BufWriter, Read, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
 use xccd::puzzles::kinds::{self, EncodeOptions, Kind};
-use xccd::puzzles::{Encoded, FutoshikiEncoding};
-use xccd::xcc::{dlx_format, Flow, RunConfig, SolutionView, Solver, Stats, Status, Task, Visitor};
+use xccd::puzzles::{Encoded, FutoshikiEncoding, Puzzle};
+use xccd::run::{run_task, Batch, Control, Port, RunEnd, RunSpec, SideCondition, Taken};
+use xccd::service::proto as pb;
+use xccd::service::JobSpec;
+use xccd::xcc::{dlx_format, ProgressView, Solver, Stats, Task};
 
-use super::solve::altogether;
+use super::pooled::{delivery, on_pool, puzzle_remote};
+use super::solve::{altogether, solution_limit};
 use super::CliError;
 
 #[derive(Args, Debug)]
@@ -72,6 +77,13 @@ pub struct SolveArgs {
     /// Do not print the final statistics line on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Run on a pool of N worker threads, as the server does (solutions may
+    /// then come in a different order from run to run).
+    #[arg(long, value_name = "N", conflicts_with = "server")]
+    pub threads: Option<usize>,
+    /// Run on an xccd server (for example http://127.0.0.1:50051).
+    #[arg(long, value_name = "URL", env = "XCCD_SERVER")]
+    pub server: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -119,8 +131,8 @@ pub fn run(args: PuzzleArgs) -> Result<ExitCode, CliError> {
     }
 }
 
-/// Reads the puzzle's text and encodes it; errors name the input.
-fn read_and_encode(p: &PuzzleInput) -> Result<Box<dyn Encoded>, CliError> {
+/// Reads the puzzle's text; errors name the input.
+fn read_puzzle(p: &PuzzleInput) -> Result<(String, Puzzle), CliError> {
     let (name, bytes) = if p.input == "-" {
         let mut buf = Vec::new();
         io::stdin()
@@ -134,128 +146,230 @@ fn read_and_encode(p: &PuzzleInput) -> Result<Box<dyn Encoded>, CliError> {
     };
     let text = String::from_utf8(bytes)
         .map_err(|e| CliError::BadInput(format!("{name}: not UTF-8 text: {e}")))?;
-    let options = EncodeOptions {
-        weak: p.weak,
-        encoding: p.encoding,
+    let puzzle = Puzzle {
+        kind: p.kind,
+        text,
+        options: EncodeOptions {
+            weak: p.weak,
+            encoding: p.encoding,
+        },
     };
-    kinds::encode(p.kind, &text, &options).map_err(|e| CliError::BadInput(format!("{name}: {e}")))
+    Ok((name, puzzle))
 }
 
-/// Streams decoded solutions, enforcing the puzzle's side conditions.
-struct Printer<'a, W: Write> {
-    encoded: &'a dyn Encoded,
+/// Reads the puzzle's text and encodes it; errors name the input.
+fn read_and_encode(p: &PuzzleInput) -> Result<(Box<dyn Encoded>, Puzzle), CliError> {
+    let (name, puzzle) = read_puzzle(p)?;
+    let encoded = puzzle
+        .encode()
+        .map_err(|e| CliError::BadInput(format!("{name}: {e}")))?;
+    Ok((encoded, puzzle))
+}
+
+/// Prints solved grids as they come, a blank line between two, or only
+/// counts them.
+struct Grids<W: Write> {
     out: W,
     print: bool,
     count: u64,
-    options: Vec<usize>,
+}
+
+impl<W: Write> Grids<W> {
+    fn add(&mut self, text: &str) -> io::Result<()> {
+        self.count += 1;
+        if !self.print {
+            return Ok(());
+        }
+        let separator = if self.count > 1 { "\n" } else { "" };
+        let newline = if text.ends_with('\n') { "" } else { "\n" };
+        write!(self.out, "{separator}{text}{newline}")
+    }
+
+    /// Decodes and adds an XCC solution.
+    fn add_options(&mut self, encoded: &dyn Encoded, options: &[u32]) -> io::Result<()> {
+        if !self.print {
+            self.count += 1;
+            return Ok(());
+        }
+        let options: Vec<usize> = options.iter().map(|&o| o as usize).collect();
+        self.add(&encoded.decode(&options))
+    }
+}
+
+/// The single-threaded run's port: decodes and prints.
+struct Printer<'a, W: Write> {
+    encoded: &'a dyn Encoded,
+    grids: Grids<W>,
     error: Option<io::Error>,
 }
 
-impl<W: Write> Visitor for Printer<'_, W> {
-    fn solution(&mut self, s: &SolutionView<'_>) -> Flow {
-        s.options_into(&mut self.options);
-        if !self.encoded.accept(&self.options) {
-            return Flow::Reject;
+impl<W: Write> Port for Printer<'_, W> {
+    fn deliver(&mut self, batch: Batch, _force: bool) -> Taken {
+        if !self.grids.print {
+            self.grids.count += batch.count;
+            return Taken::All;
         }
-        self.count += 1;
-        if self.print {
-            let mut text = self.encoded.decode(&self.options);
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            let separator = if self.count > 1 { "\n" } else { "" };
-            if let Err(e) = write!(self.out, "{separator}{text}") {
+        for solution in &batch.solutions {
+            if let Err(e) = self.grids.add_options(self.encoded, solution) {
                 self.error = Some(e);
-                return Flow::Stop;
+                return Taken::Stop;
             }
         }
-        Flow::Continue
+        Taken::All
     }
-    fn partial(&mut self, s: &SolutionView<'_>) -> bool {
-        s.options_into(&mut self.options);
-        self.encoded.accept_partial(&self.options)
+    fn control(&mut self, _progress: &ProgressView<'_>) -> Control {
+        Control::Continue
+    }
+    fn given_away(&mut self, _task: Task, _found: u64) {
+        unreachable!("the single-threaded run never gives work away")
     }
 }
 
-/// Runs the search, printing solutions to `out` (if `print`).
-fn search<W: Write>(
-    encoded: &dyn Encoded,
-    limit: Option<u64>,
-    out: W,
-    print: bool,
-) -> Result<(Stats, Status, W), CliError> {
-    let mut printer = Printer {
-        encoded,
-        out,
-        print,
-        count: 0,
-        options: Vec::new(),
-        error: None,
-    };
-    let config = RunConfig {
-        max_solutions: limit,
-        check_partial: encoded.prunes(),
-        ..RunConfig::default()
-    };
-    let outcome = Solver::new(encoded.problem())
-        .run(&Task::root(), &config, &mut printer)
-        .map_err(|e| CliError::Failed(format!("internal error: {e}")))?;
-    match printer.error {
-        Some(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
-        Some(e) => return Err(CliError::Failed(format!("cannot write output: {e}"))),
-        None => {}
-    }
-    Ok((outcome.stats, outcome.status, printer.out))
-}
-
-fn flush<W: Write>(mut out: W) -> Result<(), CliError> {
-    match out.flush() {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+/// A failed write: an error unless the reader closed the pipe.
+fn written(error: Option<io::Error>) -> Result<(), CliError> {
+    match error {
+        Some(e) if e.kind() != io::ErrorKind::BrokenPipe => {
             Err(CliError::Failed(format!("cannot write output: {e}")))
         }
         _ => Ok(()),
     }
 }
 
+fn flush<W: Write>(mut out: W) -> Result<(), CliError> {
+    written(out.flush().err())
+}
+
 fn solve(args: SolveArgs) -> Result<(), CliError> {
-    let encoded = read_and_encode(&args.puzzle)?;
-    let limit = match (args.all, args.count, args.limit) {
-        (_, _, Some(0)) => return Err(CliError::BadInput("--limit must be at least 1".into())),
-        (_, _, Some(n)) => Some(n),
-        (true, _, None) | (_, true, None) => None,
-        (false, false, None) => Some(1),
-    };
+    let limit = solution_limit(args.all, args.count, args.limit)?;
     let start = Instant::now();
     let stdout = io::stdout();
-    let (stats, _, mut out) = search(&*encoded, limit, BufWriter::new(stdout.lock()), !args.count)?;
+    let mut grids = Grids {
+        out: BufWriter::new(stdout.lock()),
+        print: !args.count,
+        count: 0,
+    };
+    let (stats, write_error) = if let Some(url) = &args.server {
+        let (_, puzzle) = read_puzzle(&args.puzzle)?;
+        let request = pb::EnumeratePuzzleRequest {
+            puzzle: Some(pb::Puzzle {
+                kind: pb_kind(puzzle.kind) as i32,
+                grid: Some(pb::puzzle::Grid::Text(puzzle.text)),
+                weak: puzzle.options.weak,
+                futoshiki_encoding: match puzzle.options.encoding {
+                    FutoshikiEncoding::Pairs => pb::FutoshikiEncoding::Pairs,
+                    FutoshikiEncoding::Colors => pb::FutoshikiEncoding::Colors,
+                } as i32,
+            }),
+            limit: limit.unwrap_or(0),
+            count_only: args.count,
+            progress_interval_seconds: 0.2,
+            ..Default::default()
+        };
+        let ended = puzzle_remote(url, request, args.quiet, |solution| {
+            grids.add(&solution.text)
+        })?;
+        (ended.stats, ended.write_error)
+    } else {
+        let (encoded, puzzle) = read_and_encode(&args.puzzle)?;
+        let encoded: Arc<dyn Encoded> = Arc::from(encoded);
+        match args.threads {
+            Some(threads) => {
+                let condition: Arc<dyn SideCondition> = encoded.clone();
+                let spec = JobSpec {
+                    limit,
+                    delivery: delivery(args.count),
+                    condition: condition.restricts().then_some(condition),
+                    puzzle: Some(puzzle),
+                    ..JobSpec::default()
+                };
+                let problem = Arc::new(encoded.problem().clone());
+                let ended = on_pool(problem, spec, threads, args.quiet, |solution| {
+                    grids.add_options(&*encoded, solution)
+                })?;
+                (ended.stats, ended.write_error)
+            }
+            None => {
+                let spec = RunSpec {
+                    limit,
+                    want_solutions: !args.count,
+                    batch_size: 16,
+                    ..RunSpec::default()
+                };
+                let mut printer = Printer {
+                    encoded: &*encoded,
+                    grids,
+                    error: None,
+                };
+                let problem = encoded.problem();
+                let report = run_task(
+                    &mut Solver::new(problem),
+                    problem,
+                    &Task::root(),
+                    &spec,
+                    Some(&*encoded),
+                    &mut printer,
+                );
+                if let RunEnd::Failed(error) = report.end {
+                    return Err(CliError::Failed(format!("internal error: {error}")));
+                }
+                grids = printer.grids;
+                (report.stats, printer.error)
+            }
+        }
+    };
+    written(write_error)?;
     if args.count {
-        let _ = writeln!(out, "{}", stats.solutions);
+        let _ = writeln!(grids.out, "{}", grids.count);
     }
-    flush(out)?;
-    if stats.solutions == 0 {
+    flush(grids.out)?;
+    if grids.count == 0 {
         eprintln!("no solution");
     }
     if !args.quiet {
+        let stats = Stats {
+            solutions: grids.count,
+            ..stats
+        };
         eprintln!("{}", altogether(&stats, start.elapsed()));
     }
     Ok(())
 }
 
+/// The API's name for a kind.
+fn pb_kind(kind: Kind) -> pb::PuzzleKind {
+    match kind {
+        Kind::Latin => pb::PuzzleKind::Latin,
+        Kind::Futoshiki => pb::PuzzleKind::Futoshiki,
+        Kind::Hitori => pb::PuzzleKind::Hitori,
+        Kind::Hidato => pb::PuzzleKind::Hidato,
+        Kind::Slitherlink => pb::PuzzleKind::Slitherlink,
+        Kind::Sudoku => pb::PuzzleKind::Sudoku,
+        Kind::Queens => pb::PuzzleKind::Queens,
+    }
+}
+
 fn encode(args: EncodeArgs) -> Result<(), CliError> {
-    let encoded = read_and_encode(&args.puzzle)?;
+    let (encoded, _) = read_and_encode(&args.puzzle)?;
     let mut out = BufWriter::new(io::stdout().lock());
     let _ = out.write_all(dlx_format::to_string(encoded.problem()).as_bytes());
     flush(out)
 }
 
 fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
-    let encoded = read_and_encode(&args.puzzle)?;
+    let (encoded, _) = read_and_encode(&args.puzzle)?;
     let start = Instant::now();
-    let (stats, status, _) = search(&*encoded, Some(2), io::sink(), false)?;
-    let (verdict, code) = match (stats.solutions, status) {
+    let found = xccd::puzzles::solve(&*encoded, Some(2), 0);
+    if let Some(error) = found.error {
+        return Err(CliError::Failed(format!("internal error: {error}")));
+    }
+    let (verdict, code) = match (found.count, found.complete) {
         (0, _) => ("invalid: no solution", ExitCode::from(1)),
-        (1, Status::Exhausted) => ("valid: exactly one solution", ExitCode::SUCCESS),
+        (1, true) => ("valid: exactly one solution", ExitCode::SUCCESS),
         _ => ("invalid: more than one solution", ExitCode::from(1)),
+    };
+    let stats = Stats {
+        solutions: found.count,
+        ..found.stats
     };
     println!("{verdict}");
     if !args.quiet {

@@ -4,10 +4,8 @@ use std::io::{self, BufWriter, Read, Write};
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use xccd::xcc::{
-    dlx_format, Flow, Problem, ProgressView, Request, RunConfig, SolutionView, Solver, Stats,
-    Status, Task, Visitor,
-};
+use xccd::run::{run_task, Batch, Control, Port, RunEnd, RunSpec, Stop, Taken};
+use xccd::xcc::{dlx_format, Problem, ProgressView, Solver, Stats, Task};
 
 use super::CliError;
 
@@ -145,6 +143,11 @@ impl<'a, W: Write> SolutionWriter<'a, W> {
         self.print
     }
 
+    /// Counts solutions that are not printed.
+    pub fn add_count(&mut self, n: u64) {
+        self.count += n;
+    }
+
     /// Counts a solution (option indices, ascending) and prints it unless
     /// only counting.
     pub fn write(&mut self, options: &[usize]) -> io::Result<()> {
@@ -173,7 +176,7 @@ impl<'a, W: Write> SolutionWriter<'a, W> {
     }
 }
 
-/// The single-threaded run's visitor: prints, and reports progress.
+/// The single-threaded run's port: prints, and reports progress.
 struct Printer<'a, W: Write> {
     writer: SolutionWriter<'a, W>,
     options: Vec<usize>,
@@ -183,23 +186,24 @@ struct Printer<'a, W: Write> {
     bar: super::progress::Bar,
 }
 
-impl<W: Write> Visitor for Printer<'_, W> {
-    fn solution(&mut self, solution: &SolutionView<'_>) -> Flow {
-        // Counting needs no options; gathering them would cost a few
-        // percent of a count of many small solutions.
-        if self.writer.prints() {
-            solution.options_into(&mut self.options);
+impl<W: Write> Port for Printer<'_, W> {
+    fn deliver(&mut self, batch: Batch, _force: bool) -> Taken {
+        if !self.writer.prints() {
+            self.writer.add_count(batch.count);
+            return Taken::All;
         }
-        match self.writer.write(&self.options) {
-            Ok(()) => Flow::Continue,
-            Err(e) => {
+        for solution in &batch.solutions {
+            self.options.clear();
+            self.options.extend(solution.iter().map(|&o| o as usize));
+            if let Err(e) = self.writer.write(&self.options) {
                 self.error = Some(e);
-                Flow::Stop
+                return Taken::Stop;
             }
         }
+        Taken::All
     }
 
-    fn poll(&mut self, progress: &ProgressView<'_>) -> Request {
+    fn control(&mut self, progress: &ProgressView<'_>) -> Control {
         if let Some(every) = self.progress_every {
             if self.last_progress.elapsed() >= every {
                 self.last_progress = Instant::now();
@@ -217,7 +221,11 @@ impl<W: Write> Visitor for Printer<'_, W> {
             progress.stats.nodes,
             progress.fraction(),
         );
-        Request::Continue
+        Control::Continue
+    }
+
+    fn given_away(&mut self, _task: Task, _found: u64) {
+        unreachable!("the single-threaded run never gives work away")
     }
 }
 
@@ -263,9 +271,10 @@ pub fn finish<W: Write>(
     Ok(())
 }
 
-/// How many solutions to look for.
-pub fn solution_limit(args: &SolveArgs) -> Result<Option<u64>, CliError> {
-    let limit = match (args.all, args.count, args.limit) {
+/// How many solutions to look for: `--limit N`, every one with `--all` or
+/// `--count`, else the first.
+pub fn solution_limit(all: bool, count: bool, limit: Option<u64>) -> Result<Option<u64>, CliError> {
+    let limit = match (all, count, limit) {
         (_, _, Some(n)) => Some(n),
         (true, _, None) | (_, true, None) => None,
         (false, false, None) => Some(1),
@@ -276,7 +285,20 @@ pub fn solution_limit(args: &SolveArgs) -> Result<Option<u64>, CliError> {
     Ok(limit)
 }
 
+/// The interval of `--progress SECONDS`.
+fn progress_interval(seconds: Option<f64>) -> Result<Option<Duration>, CliError> {
+    match seconds {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s > 0.0 && s <= 1e9 => Ok(Some(Duration::from_secs_f64(s))),
+        Some(s) => Err(CliError::BadInput(format!(
+            "--progress takes a positive number of seconds, not {s}"
+        ))),
+    }
+}
+
 pub fn run(args: SolveArgs) -> Result<(), CliError> {
+    let progress_every = progress_interval(args.progress)?;
+    let limit = solution_limit(args.all, args.count, args.limit)?;
     let (problem, text) = read_problem_and_text(&args.input)?;
     if !args.quiet {
         warn_dropped(&problem);
@@ -287,17 +309,18 @@ pub fn run(args: SolveArgs) -> Result<(), CliError> {
     if let Some(threads) = args.threads {
         return super::pooled::run_local(&args, problem, threads);
     }
-    let limit = solution_limit(&args)?;
-    let config = RunConfig {
-        max_solutions: limit,
+    let spec = RunSpec {
+        limit,
         max_nodes: args.max_nodes,
+        want_solutions: !args.count,
+        batch_size: 64,
         profile: args.profile,
-        poll_interval: if args.progress.is_some() {
+        poll_interval: if progress_every.is_some() {
             1024
         } else {
             1 << 14
         },
-        ..RunConfig::default()
+        ..RunSpec::default()
     };
     let stdout = io::stdout();
     let mut printer = Printer {
@@ -309,24 +332,32 @@ pub fn run(args: SolveArgs) -> Result<(), CliError> {
         ),
         options: Vec::new(),
         error: None,
-        progress_every: args.progress.map(Duration::from_secs_f64),
+        progress_every,
         last_progress: Instant::now(),
-        bar: super::progress::Bar::new(args.quiet || args.progress.is_some()),
+        bar: super::progress::Bar::new(args.quiet || progress_every.is_some()),
     };
     let start = Instant::now();
     let mut solver = Solver::new(&problem);
-    let outcome = solver
-        .run(&Task::root(), &config, &mut printer)
-        .map_err(|e| CliError::Failed(format!("internal error: {e}")))?;
+    let report = run_task(
+        &mut solver,
+        &problem,
+        &Task::root(),
+        &spec,
+        None,
+        &mut printer,
+    );
     printer.bar.finish();
+    if let RunEnd::Failed(error) = report.end {
+        return Err(CliError::Failed(format!("internal error: {error}")));
+    }
     finish(
         &args,
         printer.writer,
         printer.error,
         Finish {
-            stats: outcome.stats,
+            stats: report.stats,
             elapsed: start.elapsed(),
-            node_limit: outcome.status == Status::NodeLimit,
+            node_limit: report.end == RunEnd::Stopped(Stop::NodeLimit),
         },
     )
 }

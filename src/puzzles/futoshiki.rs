@@ -93,6 +93,7 @@ use std::str::FromStr;
 use crate::xcc::{Collect, Problem, ProblemBuilder, RunConfig, Solver, Task};
 
 use super::{Encoded, PuzzleError};
+use crate::run::SideCondition;
 
 /// The largest side: cells are single digits.
 pub const MAX_N: usize = 9;
@@ -735,6 +736,9 @@ impl FutoshikiEncoded {
         &self.puzzle
     }
 }
+
+/// No condition beyond the XCC problem.
+impl SideCondition for FutoshikiEncoded {}
 
 impl Encoded for FutoshikiEncoded {
     fn problem(&self) -> &Problem {

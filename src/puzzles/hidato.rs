@@ -89,6 +89,7 @@
 
 use super::hitori::grid_tokens;
 use super::{Encoded, PuzzleError};
+use crate::run::SideCondition;
 use crate::xcc::{Problem, ProblemBuilder};
 
 /// A cell of a hidato grid.
@@ -498,6 +499,11 @@ impl Encoded for HidatoEncoding {
     fn decode(&self, options: &[usize]) -> String {
         self.puzzle.format(&self.values(options))
     }
+}
+
+/// Hidato's XCC problem defines its solutions; the check of partial ones
+/// only prunes branches that cannot complete.
+impl SideCondition for HidatoEncoding {
     fn accept_partial(&self, options: &[usize]) -> bool {
         self.may_complete(options)
     }

@@ -65,6 +65,7 @@
 //! against rule 2. The check is one breadth-first search over the grid.
 
 use super::{Encoded, PuzzleError};
+use crate::run::SideCondition;
 use crate::xcc::{Problem, ProblemBuilder};
 
 /// A hitori puzzle: `numbers[r * cols + c]`.
@@ -407,9 +408,9 @@ impl Encoded for HitoriEncoding {
     fn decode(&self, options: &[usize]) -> String {
         self.puzzle.format(&self.black_cells(options))
     }
-    fn has_side_condition(&self) -> bool {
-        !self.weak
-    }
+}
+
+impl SideCondition for HitoriEncoding {
     fn accept(&self, options: &[usize]) -> bool {
         self.weak || {
             let black = self.black_cells(options);

@@ -81,6 +81,22 @@ pub struct EncodeOptions {
     pub encoding: FutoshikiEncoding,
 }
 
+/// A puzzle as its user gives it: all it takes to encode it anywhere.
+/// Remote workers rebuild a puzzle's encoding, side condition included, from
+/// this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Puzzle {
+    pub kind: Kind,
+    pub text: String,
+    pub options: EncodeOptions,
+}
+
+impl Puzzle {
+    pub fn encode(&self) -> Result<Box<dyn Encoded>, PuzzleError> {
+        encode(self.kind, &self.text, &self.options)
+    }
+}
+
 /// Parses `text` as a puzzle of the given kind and encodes it.
 pub fn encode(
     kind: Kind,

@@ -31,6 +31,7 @@
 use crate::xcc::{Problem, ProblemBuilder};
 
 use super::{Encoded, PuzzleError};
+use crate::run::SideCondition;
 
 /// The largest order accepted (n³ options).
 pub const MAX_ORDER: usize = 100;
@@ -273,6 +274,9 @@ impl LatinEncoded {
         crate::puzzles::grid_of(self.n, &self.placements, options)
     }
 }
+
+/// No condition beyond the XCC problem.
+impl SideCondition for LatinEncoded {}
 
 impl Encoded for LatinEncoded {
     fn problem(&self) -> &Problem {

@@ -7,9 +7,10 @@
 //! rules, and tests against a brute-force solver that knows nothing of XCC.
 //!
 //! Conditions that exact cover cannot express (white cells connected in
-//! hitori, a single loop in slitherlink) are checked by [`Encoded::accept`]
-//! on complete solutions and, to prune the search, by
-//! [`Encoded::accept_partial`] on partial ones (see [`solve`]).
+//! hitori, a single loop in slitherlink) are each encoding's
+//! [`SideCondition`]: checked on complete solutions and, to prune the
+//! search, on partial ones, wherever a task of the puzzle runs (see
+//! [`crate::run`]).
 
 pub mod futoshiki;
 pub mod hidato;
@@ -21,9 +22,10 @@ pub mod slitherlink;
 pub mod sudoku;
 
 pub use futoshiki::FutoshikiEncoding;
-pub use kinds::{EncodeOptions, Kind};
+pub use kinds::{EncodeOptions, Kind, Puzzle};
 
-use crate::xcc::{Flow, Problem, RunConfig, SolutionView, Solver, Task, Visitor};
+use crate::run::{run_task, Batch, Control, Port, RunEnd, RunSpec, SideCondition, Taken};
+use crate::xcc::{Problem, ProgressView, Solver, Task};
 
 /// A mistake in a puzzle's text, with its place (1-based).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -60,32 +62,15 @@ pub fn grid_of(
     grid
 }
 
-/// A puzzle encoded as an XCC problem, with what it takes to decode.
-pub trait Encoded: Send + Sync {
+/// A puzzle encoded as an XCC problem, with what it takes to decode, and
+/// the conditions exact cover cannot express as its [`SideCondition`]
+/// (none for most kinds).
+pub trait Encoded: SideCondition + Send + Sync {
     /// The XCC problem whose solutions are the puzzle's (weak) solutions.
     fn problem(&self) -> &Problem;
     /// The puzzle's solution for an XCC solution (option indices,
     /// ascending), in the puzzle's text layout.
     fn decode(&self, options: &[usize]) -> String;
-    /// Whether an XCC solution is a solution of the puzzle (conditions the
-    /// encoding cannot express). Default: always.
-    fn accept(&self, _options: &[usize]) -> bool {
-        true
-    }
-    /// Whether a partial XCC solution (the options chosen so far) may still
-    /// extend to an accepted one; `false` prunes the search. Default: yes.
-    fn accept_partial(&self, _options: &[usize]) -> bool {
-        true
-    }
-    /// Whether `accept_partial` does anything (it costs a call per node).
-    fn prunes(&self) -> bool {
-        false
-    }
-    /// Whether `accept` or `accept_partial` can say no: the XCC problem
-    /// alone does not define the puzzle's solutions.
-    fn has_side_condition(&self) -> bool {
-        self.prunes()
-    }
 }
 
 /// Up to `limit` decoded solutions of an encoded puzzle, and whether the
@@ -97,53 +82,67 @@ pub struct Solutions {
     pub count: u64,
     pub complete: bool,
     pub stats: crate::xcc::Stats,
+    /// Why the search failed, if it did (a bug: a panic in an encoding).
+    pub error: Option<String>,
 }
 
-/// Solves an encoded puzzle on one thread.
+/// Solves an encoded puzzle on this thread, keeping the first `keep`
+/// solutions decoded.
 pub fn solve(encoded: &dyn Encoded, limit: Option<u64>, keep: usize) -> Solutions {
+    /// Decodes the first `keep` solutions.
     struct Keep<'a> {
         encoded: &'a dyn Encoded,
         grids: Vec<String>,
         keep: usize,
         options: Vec<usize>,
-        count: u64,
     }
-    impl Visitor for Keep<'_> {
-        fn solution(&mut self, s: &SolutionView<'_>) -> Flow {
-            s.options_into(&mut self.options);
-            if !self.encoded.accept(&self.options) {
-                return Flow::Reject;
-            }
-            self.count += 1;
-            if self.grids.len() < self.keep {
+    impl Port for Keep<'_> {
+        fn deliver(&mut self, batch: Batch, _force: bool) -> Taken {
+            for solution in batch.solutions {
+                if self.grids.len() >= self.keep {
+                    break;
+                }
+                self.options.clear();
+                self.options.extend(solution.iter().map(|&o| o as usize));
                 self.grids.push(self.encoded.decode(&self.options));
             }
-            Flow::Continue
+            Taken::All
         }
-        fn partial(&mut self, s: &SolutionView<'_>) -> bool {
-            s.options_into(&mut self.options);
-            self.encoded.accept_partial(&self.options)
+        fn control(&mut self, _progress: &ProgressView<'_>) -> Control {
+            Control::Continue
+        }
+        fn given_away(&mut self, _task: Task, _found: u64) {
+            unreachable!("this port never asks for a give-away")
         }
     }
-    let mut visitor = Keep {
+    let mut port = Keep {
         encoded,
         grids: Vec::new(),
         keep,
         options: Vec::new(),
-        count: 0,
     };
-    let config = RunConfig {
-        max_solutions: limit,
-        check_partial: encoded.prunes(),
-        ..RunConfig::default()
+    let spec = RunSpec {
+        limit,
+        want_solutions: keep > 0,
+        ..RunSpec::default()
     };
-    let outcome = Solver::new(encoded.problem())
-        .run(&Task::root(), &config, &mut visitor)
-        .expect("the root task is always valid");
+    let problem = encoded.problem();
+    let report = run_task(
+        &mut Solver::new(problem),
+        problem,
+        &Task::root(),
+        &spec,
+        Some(encoded),
+        &mut port,
+    );
     Solutions {
-        grids: visitor.grids,
-        count: visitor.count,
-        complete: outcome.status == crate::xcc::Status::Exhausted,
-        stats: outcome.stats,
+        grids: port.grids,
+        count: report.delivered,
+        complete: report.end == RunEnd::Exhausted,
+        stats: report.stats,
+        error: match report.end {
+            RunEnd::Failed(error) => Some(error),
+            _ => None,
+        },
     }
 }

@@ -30,6 +30,7 @@ use crate::xcc::{Problem, ProblemBuilder};
 
 use super::latin::token_lines;
 use super::{Encoded, PuzzleError};
+use crate::run::SideCondition;
 
 /// The largest board accepted.
 pub const MAX_N: usize = 1000;
@@ -121,6 +122,9 @@ impl QueensEncoded {
         cols
     }
 }
+
+/// No condition beyond the XCC problem.
+impl SideCondition for QueensEncoded {}
 
 impl Encoded for QueensEncoded {
     fn problem(&self) -> &Problem {

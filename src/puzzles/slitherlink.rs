@@ -102,6 +102,7 @@
 
 use super::hitori::Rng;
 use super::{Encoded, PuzzleError};
+use crate::run::SideCondition;
 use crate::xcc::{Problem, ProblemBuilder};
 
 /// A slitherlink diagram: `clues[r * cols + c]`.
@@ -595,9 +596,9 @@ impl Encoded for SlitherlinkEncoding {
     fn decode(&self, options: &[usize]) -> String {
         self.puzzle.format(&self.edges(options))
     }
-    fn has_side_condition(&self) -> bool {
-        !self.weak
-    }
+}
+
+impl SideCondition for SlitherlinkEncoding {
     fn accept(&self, options: &[usize]) -> bool {
         self.weak || single_loop(&self.puzzle, &self.edges(options))
     }

@@ -35,6 +35,7 @@ use crate::xcc::{Problem, ProblemBuilder};
 
 use super::latin::{check_rows, parse_value, token_lines};
 use super::{Encoded, PuzzleError};
+use crate::run::SideCondition;
 
 /// Largest box size m (sides up to 100).
 pub const MAX_BOX: usize = 10;
@@ -258,6 +259,9 @@ impl SudokuEncoded {
         crate::puzzles::grid_of(self.n, &self.placements, options)
     }
 }
+
+/// No condition beyond the XCC problem.
+impl SideCondition for SudokuEncoded {}
 
 impl Encoded for SudokuEncoded {
     fn problem(&self) -> &Problem {

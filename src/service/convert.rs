@@ -202,6 +202,8 @@ pub fn statistics(stats: &Stats, solutions: u64, elapsed: Duration) -> pb::Stati
         updates: stats.updates,
         cleansings: stats.cleansings,
         seconds: elapsed.as_secs_f64(),
+        replay_updates: stats.replay_updates,
+        replay_cleansings: stats.replay_cleansings,
     }
 }
 
@@ -253,20 +255,30 @@ pub fn progress(p: &Progress) -> pb::Progress {
     }
 }
 
-/// Reads a gRPC deadline (`grpc-timeout` header: an integer and a unit).
+/// The longest deadline taken from a request; longer ones are clamped, so
+/// that adding one to the clock cannot overflow.
+const LONGEST_DEADLINE: Duration = Duration::from_secs(10 * 365 * 86400);
+
+/// Reads a gRPC deadline (`grpc-timeout` header: an integer and a unit),
+/// clamped to ten years. A header that does not parse means no deadline.
 pub fn deadline<T>(request: &tonic::Request<T>) -> Option<Duration> {
     let value = request.metadata().get("grpc-timeout")?.to_str().ok()?;
     let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
-    let n: u64 = digits.parse().ok()?;
-    Some(match unit {
-        "H" => Duration::from_secs(n * 3600),
-        "M" => Duration::from_secs(n * 60),
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Longer numbers than u64 holds are clamped too.
+    let n: u64 = digits.parse().unwrap_or(u64::MAX);
+    let d = match unit {
+        "H" => Duration::from_secs(n.saturating_mul(3600)),
+        "M" => Duration::from_secs(n.saturating_mul(60)),
         "S" => Duration::from_secs(n),
         "m" => Duration::from_millis(n),
         "u" => Duration::from_micros(n),
         "n" => Duration::from_nanos(n),
         _ => return None,
-    })
+    };
+    Some(d.min(LONGEST_DEADLINE))
 }
 
 /// When a unary call must answer DEADLINE_EXCEEDED: a little before its
@@ -276,11 +288,20 @@ pub fn unary_deadline(arrived: tokio::time::Instant, d: Duration) -> tokio::time
     arrived + d.saturating_sub(d / 50 + Duration::from_millis(5))
 }
 
-/// A progress interval from a request, with the default and a floor.
-pub fn interval(seconds: f64) -> Duration {
-    if seconds.is_finite() && seconds > 0.0 {
-        Duration::from_secs_f64(seconds.max(0.01))
-    } else {
-        Duration::from_secs(1)
+/// The longest progress interval a request may ask for.
+const LONGEST_INTERVAL: f64 = 86_400.0;
+
+/// A progress interval from a request's `field`: 0 means the default (1 s),
+/// and at least 10 ms; negative, infinite and NaN values are refused.
+pub fn interval(field: &str, seconds: f64) -> Result<Duration, Status> {
+    if !(seconds.is_finite() && (0.0..=LONGEST_INTERVAL).contains(&seconds)) {
+        return Err(Status::invalid_argument(format!(
+            "{field}: {seconds} is not a number of seconds between 0 and {LONGEST_INTERVAL}"
+        )));
     }
+    Ok(if seconds == 0.0 {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_secs_f64(seconds.max(0.01))
+    })
 }

@@ -18,7 +18,7 @@ use tonic::{Request, Response, Status};
 use tracing::Instrument;
 
 use super::convert::{self, ProblemLimits};
-use super::job::{Delivery, EndReason, Event, Job, JobSpec};
+use super::job::{Delivery, EndReason, Event, Job, JobSpec, SolutionIndices};
 use super::jobs::{format_id, parse_id, JobRegistry};
 use super::pool::{Pool, SubmitError};
 use super::proto as pb;
@@ -34,6 +34,8 @@ pub struct ApiConfig {
     /// Solution batches buffered per streaming call.
     pub buffer_batches: usize,
     pub default_batch_size: usize,
+    /// Most solutions per batch a request may ask for.
+    pub max_batch_size: usize,
     /// Kept solutions of a submitted job when the request says 0.
     pub default_keep: usize,
     pub max_keep: usize,
@@ -46,6 +48,7 @@ impl Default for ApiConfig {
             max_solve_limit: 100_000,
             buffer_batches: 8,
             default_batch_size: 256,
+            max_batch_size: 65_536,
             default_keep: 100,
             max_keep: 100_000,
         }
@@ -153,7 +156,7 @@ impl SolverService for SolverApi {
                 delivery: Delivery::Keep {
                     keep: limit as usize,
                 },
-                condition: None,
+                ..JobSpec::default()
             },
         )?;
         let _guard = CancelOnDrop {
@@ -212,12 +215,19 @@ impl SolverService for SolverApi {
     ) -> Result<Response<Self::EnumerateStream>, Status> {
         let deadline = convert::deadline(&request).map(|d| Instant::now() + d);
         let req = request.into_inner();
-        let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
-        let batch_size = if req.batch_size == 0 {
-            self.config.default_batch_size
-        } else {
-            req.batch_size as usize
+        let interval =
+            convert::interval("progress_interval_seconds", req.progress_interval_seconds)?;
+        let batch_size = match req.batch_size as usize {
+            0 => self.config.default_batch_size,
+            n if n > self.config.max_batch_size => {
+                return Err(Status::invalid_argument(format!(
+                    "batch_size: {n} exceeds the limit of {}",
+                    self.config.max_batch_size
+                )))
+            }
+            n => n,
         };
+        let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
         let delivery = if req.count_only {
             Delivery::CountOnly
         } else {
@@ -232,27 +242,20 @@ impl SolverService for SolverApi {
                 limit: nonzero(req.limit),
                 max_nodes: nonzero(req.max_nodes),
                 delivery,
-                condition: None,
+                ..JobSpec::default()
             },
         )?;
-        let (tx, rx) = mpsc::channel(2);
         let pump = Pump {
             pool: self.pool.clone(),
             job: job.clone(),
-            problem,
-            with_text: req.include_option_text,
-            interval: convert::interval(req.progress_interval_seconds),
+            events: ProblemEvents {
+                problem,
+                with_text: req.include_option_text,
+            },
+            interval,
             deadline,
         };
-        let span = tracing::info_span!("job", id = job.id, rpc = "Enumerate");
-        tokio::spawn(
-            async move {
-                pump.run(tx, |event| pb::EnumerateResponse { event: Some(event) })
-                    .await
-            }
-            .instrument(span),
-        );
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(pump.start(tracing::info_span!("job", id = job.id, rpc = "Enumerate")))
     }
 
     async fn submit_job(
@@ -277,7 +280,7 @@ impl SolverService for SolverApi {
                 limit: nonzero(req.limit),
                 max_nodes: nonzero(req.max_nodes),
                 delivery: Delivery::Keep { keep },
-                condition: None,
+                ..JobSpec::default()
             },
         )?;
         self.jobs.insert(job.clone());
@@ -295,18 +298,14 @@ impl SolverService for SolverApi {
     ) -> Result<Response<Self::WatchJobStream>, Status> {
         let deadline = convert::deadline(&request).map(|d| Instant::now() + d);
         let req = request.into_inner();
+        let interval =
+            convert::interval("progress_interval_seconds", req.progress_interval_seconds)?;
         let job = self.find(&req.job_id)?;
-        let (tx, rx) = mpsc::channel(2);
         let pool = self.pool.clone();
-        let interval = convert::interval(req.progress_interval_seconds);
         let span = tracing::info_span!("job", id = job.id, rpc = "WatchJob");
-        tokio::spawn(
-            async move {
-                watch(pool, job, req.include_solutions, interval, deadline, tx).await;
-            }
-            .instrument(span),
-        );
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(stream_from(span, move |tx| {
+            watch(pool, job, req.include_solutions, interval, deadline, tx)
+        }))
     }
 
     async fn get_job(
@@ -354,22 +353,65 @@ impl SolverService for SolverApi {
     }
 }
 
-/// The events common to Enumerate and WatchJob.
-type Wrap<T> = fn(pb::enumerate_response::Event) -> T;
-
-/// Feeds one Enumerate call from its job.
-struct Pump {
-    pool: Arc<Pool>,
-    job: Arc<Job>,
-    problem: Arc<Problem>,
-    with_text: bool,
-    interval: Duration,
-    deadline: Option<Instant>,
+/// The messages of one kind of solution stream (Enumerate's,
+/// EnumeratePuzzle's): how a batch, a progress event and the summary go out.
+pub(super) trait StreamEvents: Send + 'static {
+    type Message: Send + 'static;
+    fn solutions(&self, batch: &[SolutionIndices]) -> Self::Message;
+    fn progress(&self, progress: pb::Progress) -> Self::Message;
+    fn summary(&self, summary: pb::Summary) -> Self::Message;
 }
 
-impl Pump {
-    async fn run<T: Send + 'static>(self, tx: mpsc::Sender<Result<T, Status>>, wrap: Wrap<T>) {
+/// A problem's events on an Enumerate stream.
+struct ProblemEvents {
+    problem: Arc<Problem>,
+    with_text: bool,
+}
+
+impl StreamEvents for ProblemEvents {
+    type Message = pb::EnumerateResponse;
+    fn solutions(&self, batch: &[SolutionIndices]) -> Self::Message {
         use pb::enumerate_response::Event as E;
+        let solutions = batch
+            .iter()
+            .map(|s| convert::solution(&self.problem, s, self.with_text))
+            .collect();
+        pb::EnumerateResponse {
+            event: Some(E::Solutions(pb::SolutionBatch { solutions })),
+        }
+    }
+    fn progress(&self, progress: pb::Progress) -> Self::Message {
+        pb::EnumerateResponse {
+            event: Some(pb::enumerate_response::Event::Progress(progress)),
+        }
+    }
+    fn summary(&self, summary: pb::Summary) -> Self::Message {
+        pb::EnumerateResponse {
+            event: Some(pb::enumerate_response::Event::Summary(summary)),
+        }
+    }
+}
+
+/// Feeds one solution stream from its job: it forwards the job's batches,
+/// sends progress at the requested interval, and ends the job when the
+/// client goes away or the call's deadline passes.
+pub(super) struct Pump<E: StreamEvents> {
+    pub(super) pool: Arc<Pool>,
+    pub(super) job: Arc<Job>,
+    pub(super) events: E,
+    pub(super) interval: Duration,
+    pub(super) deadline: Option<Instant>,
+}
+
+impl<E: StreamEvents> Pump<E> {
+    /// Starts pumping in the background; the response streams what it
+    /// sends. Two messages in flight at most, so a slow client holds back
+    /// the job's bounded buffer, and through it the workers.
+    pub(super) fn start(self, span: tracing::Span) -> Response<EventStream<E::Message>> {
+        stream_from(span, move |tx| self.run(tx))
+    }
+
+    async fn run(self, tx: mpsc::Sender<Result<E::Message, Status>>) {
         let _cancel = CancelOnDrop {
             pool: self.pool.clone(),
             job: self.job.clone(),
@@ -377,6 +419,7 @@ impl Pump {
         let far = Instant::now() + Duration::from_secs(100 * 365 * 86400);
         let deadline = self.deadline.unwrap_or(far);
         let mut ticker = tokio::time::interval_at(Instant::now() + self.interval, self.interval);
+        let progress = || convert::progress(&self.pool.progress(&self.job));
         loop {
             let message = tokio::select! {
                 biased;
@@ -387,24 +430,19 @@ impl Pump {
                     return;
                 }
                 event = self.job.next_event() => match event {
-                    Event::Solutions(batch) => E::Solutions(pb::SolutionBatch {
-                        solutions: batch
-                            .iter()
-                            .map(|s| convert::solution(&self.problem, s, self.with_text))
-                            .collect(),
-                    }),
+                    Event::Solutions(batch) => self.events.solutions(&batch),
                     Event::Done(summary) => {
-                        let _ = send_until(&tx, Ok(wrap(E::Progress(convert::progress(&self.pool.progress(&self.job))))), deadline).await;
-                        let _ = send_until(&tx, Ok(wrap(E::Summary(convert::summary(&summary)))), deadline).await;
+                        let _ = send_until(&tx, Ok(self.events.progress(progress())), deadline).await;
+                        let _ = send_until(&tx, Ok(self.events.summary(convert::summary(&summary))), deadline).await;
                         if let Some(status) = convert::failure(&summary) {
                             let _ = send_until(&tx, Err(status), deadline).await;
                         }
                         return;
                     }
                 },
-                _ = ticker.tick() => E::Progress(convert::progress(&self.pool.progress(&self.job))),
+                _ = ticker.tick() => self.events.progress(progress()),
             };
-            if !send_until(&tx, Ok(wrap(message)), deadline).await {
+            if !send_until(&tx, Ok(message), deadline).await {
                 if Instant::now() >= deadline {
                     self.pool.cancel(&self.job, EndReason::Deadline);
                     let _ = tx
@@ -415,6 +453,37 @@ impl Pump {
             }
         }
     }
+}
+
+/// A response stream fed by `feed`, run in the background with two
+/// messages in flight at most. If `feed` panics, the stream ends with
+/// INTERNAL (not with a silent end that would look like success), and the
+/// server goes on.
+pub(super) fn stream_from<T, F, Fut>(span: tracing::Span, feed: F) -> Response<EventStream<T>>
+where
+    T: Send + 'static,
+    F: FnOnce(mpsc::Sender<Result<T, Status>>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel(2);
+    let last_word = tx.clone();
+    let feeding = tokio::spawn(feed(tx).instrument(span.clone()));
+    tokio::spawn(
+        async move {
+            if let Err(error) = feeding.await {
+                if error.is_panic() {
+                    tracing::error!("a stream's feeder panicked: the call ends with INTERNAL");
+                    let _ = last_word
+                        .send(Err(Status::internal(
+                            "the server failed while streaming this call; it has been logged",
+                        )))
+                        .await;
+                }
+            }
+        }
+        .instrument(span),
+    );
+    Response::new(Box::pin(ReceiverStream::new(rx)))
 }
 
 /// Sends unless the client is gone or the deadline passes first.

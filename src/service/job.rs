@@ -8,7 +8,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::xcc::{Problem, Stats, Task};
+use super::sync::Locked;
+use crate::puzzles::Puzzle;
+use crate::run::{Batch, RunSpec, SideCondition, Taken};
+pub use crate::run::{SolutionIndices, Work};
+use crate::xcc::{Problem, Stats};
 
 pub type JobId = u64;
 
@@ -25,38 +29,6 @@ pub enum EndReason {
     Failed,
 }
 
-/// A task as the scheduler queues it: the subtree, how many of its
-/// solutions were already delivered by an earlier run that was lost (a rerun
-/// must skip them, and must not split its work before it has), and how many
-/// times it was lost.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Work {
-    pub task: Task,
-    pub skip: u64,
-    pub attempts: u32,
-}
-
-impl Work {
-    pub fn new(task: Task) -> Work {
-        Work {
-            task,
-            skip: 0,
-            attempts: 0,
-        }
-    }
-}
-
-/// A condition on solutions that exact cover cannot express (puzzles:
-/// connectivity, a single loop), checked by the workers.
-pub trait SideCondition: Send + Sync {
-    /// Whether a complete XCC solution (option indices, ascending) counts.
-    fn accept(&self, options: &[usize]) -> bool;
-    /// Whether a partial one may still extend to an accepted solution.
-    fn accept_partial(&self, options: &[usize]) -> bool;
-    /// Whether `accept_partial` is worth calling at every node.
-    fn prunes(&self) -> bool;
-}
-
 /// What a job is asked to do.
 #[derive(Clone)]
 pub struct JobSpec {
@@ -66,8 +38,24 @@ pub struct JobSpec {
     pub max_nodes: Option<u64>,
     /// Where solutions go.
     pub delivery: Delivery,
-    /// Solutions must also satisfy this.
+    /// Solutions must also satisfy this, wherever the job's tasks run.
     pub condition: Option<Arc<dyn SideCondition>>,
+    /// The puzzle that `problem` and `condition` encode, if any: remote
+    /// workers rebuild both from it.
+    pub puzzle: Option<Puzzle>,
+}
+
+impl Default for JobSpec {
+    /// Count every solution.
+    fn default() -> Self {
+        JobSpec {
+            limit: None,
+            max_nodes: None,
+            delivery: Delivery::CountOnly,
+            condition: None,
+            puzzle: None,
+        }
+    }
 }
 
 impl std::fmt::Debug for JobSpec {
@@ -77,6 +65,7 @@ impl std::fmt::Debug for JobSpec {
             .field("max_nodes", &self.max_nodes)
             .field("delivery", &self.delivery)
             .field("condition", &self.condition.is_some())
+            .field("puzzle", &self.puzzle)
             .finish()
     }
 }
@@ -95,9 +84,6 @@ pub enum Delivery {
     /// The first `keep` kept for later reading, the rest counted.
     Keep { keep: usize },
 }
-
-/// One chosen set of options: indices ascending.
-pub type SolutionIndices = Vec<u32>;
 
 /// What a streaming consumer receives.
 #[derive(Debug)]
@@ -135,17 +121,19 @@ pub struct Progress {
 
 /// The bounded buffer between a job's workers and its consumer.
 ///
-/// Workers push without blocking: `try_push` refuses when the buffer is full,
-/// and the worker then checkpoints its task and gives its thread to another
-/// job. `force_push` is for the one batch a worker already holds when it
-/// stops, so the buffer's size is bounded by its capacity plus one batch per
-/// worker, whatever the consumer does.
+/// Workers never block on it. A local run offers its batch only when there
+/// is room ([`Output::has_room`]); when there is none, the run keeps its
+/// batch, checkpoints and gives its thread to another job. Solutions that
+/// cannot be refused (a run's last batch, solutions a remote worker already
+/// found) are pushed whatever the fill level, and stall the job until the
+/// consumer has made room. So the buffer holds at most its capacity plus a
+/// batch per worker, whatever the consumer does.
 pub struct Output {
     queue: Mutex<VecDeque<Event>>,
     capacity: usize,
     ready: tokio::sync::Notify,
-    /// Set when a worker stopped for lack of room; cleared by the consumer
-    /// once it has made room, which wakes the pool.
+    /// Set when the buffer was found full; cleared by the consumer once it
+    /// has made room, which wakes the pool.
     stalled: AtomicBool,
     on_room: Box<dyn Fn() + Send + Sync>,
 }
@@ -161,33 +149,20 @@ impl Output {
         }
     }
 
-    /// Pushes unless the buffer is full.
-    pub fn try_push(&self, event: Event) -> Result<(), Event> {
-        let mut q = self.queue.lock().unwrap();
-        if q.len() >= self.capacity {
+    /// Whether a batch may be pushed; if not, the buffer is marked stalled.
+    pub fn has_room(&self) -> bool {
+        let room = self.queue.locked().len() < self.capacity;
+        if !room {
             self.stalled.store(true, Ordering::SeqCst);
-            return Err(event);
         }
-        q.push_back(event);
-        drop(q);
-        self.ready.notify_one();
-        Ok(())
+        room
     }
 
-    /// Pushes whatever the fill level (see the type's documentation).
-    pub fn force_push(&self, event: Event) {
-        self.queue.lock().unwrap().push_back(event);
-        self.ready.notify_one();
-    }
-
-    /// Pushes whatever the fill level, and marks the buffer stalled when it
-    /// is over capacity: for solutions that arrive from a remote worker,
-    /// which cannot be refused (they are already found), only stopped at
-    /// their source (see the coordinator).
-    pub fn push_over(&self, event: Event) {
-        let mut q = self.queue.lock().unwrap();
+    /// Pushes whatever the fill level; the buffer stalls once over capacity.
+    pub fn push(&self, event: Event) {
+        let mut q = self.queue.locked();
         q.push_back(event);
-        if q.len() >= self.capacity {
+        if q.len() > self.capacity && matches!(q.back(), Some(Event::Solutions(_))) {
             self.stalled.store(true, Ordering::SeqCst);
         }
         drop(q);
@@ -206,7 +181,7 @@ impl Output {
 
     /// Takes the next event if there is one.
     pub fn pop(&self) -> Option<Event> {
-        let mut q = self.queue.lock().unwrap();
+        let mut q = self.queue.locked();
         let event = q.pop_front();
         let roomy = q.len() <= self.capacity / 2;
         drop(q);
@@ -254,11 +229,14 @@ pub struct Job {
     pub(crate) wire: std::sync::OnceLock<Arc<WireProblem>>,
 }
 
-/// A problem as the cluster protocol sends it.
+/// A problem as the cluster protocol sends it: a plain problem as its DLX
+/// text, a puzzle as the puzzle (workers rebuild its encoding and side
+/// condition); the digest names it (see `cluster::proto::wire_problem`).
 #[derive(Debug)]
 pub struct WireProblem {
     pub digest: Vec<u8>,
     pub dlx: String,
+    pub puzzle: Option<Puzzle>,
 }
 
 impl Job {
@@ -284,30 +262,86 @@ impl Job {
         }
     }
 
-    /// Claims one more solution. Returns `false` when the limit was reached
-    /// already (the solution must then be dropped); the claim that reaches
+    /// Claims `n` more solutions against the job's limit; returns how many
+    /// it may deliver (all of them without a limit). The claim that reaches
     /// the limit stops the job.
-    pub fn claim_solution(&self) -> bool {
-        let previous = self.solutions.fetch_add(1, Ordering::SeqCst);
-        match self.spec.limit {
-            Some(limit) if previous >= limit => {
-                self.solutions.fetch_sub(1, Ordering::SeqCst);
-                false
+    fn claim(&self, n: u64) -> u64 {
+        let Some(limit) = self.spec.limit else {
+            self.solutions.fetch_add(n, Ordering::SeqCst);
+            return n;
+        };
+        let mut granted = 0;
+        let before = self
+            .solutions
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |have| {
+                granted = n.min(limit.saturating_sub(have));
+                Some(have + granted)
+            })
+            .unwrap_or_default();
+        if before + granted >= limit {
+            self.request_stop(EndReason::Limit);
+        }
+        granted
+    }
+
+    /// Takes a batch of solutions of one of the job's runs: claims them
+    /// against the limit, then keeps or streams them. With `force` unset, a
+    /// streaming job whose buffer is full refuses the batch (the run keeps
+    /// it and checkpoints); with it set, the batch is taken whatever the
+    /// room. Says [`Taken::Stop`] once the job wants no more.
+    pub fn deliver(&self, batch: Batch, force: bool) -> Taken {
+        if let (Some(output), false) = (&self.output, force) {
+            if !output.has_room() {
+                return Taken::Refused(batch);
             }
-            Some(limit) if previous + 1 == limit => {
-                self.request_stop(EndReason::Limit);
-                true
+        }
+        let granted = self.claim(batch.count);
+        let mut solutions = batch.solutions;
+        solutions.truncate(granted as usize);
+        match self.spec.delivery {
+            Delivery::CountOnly => {}
+            Delivery::Keep { .. } => {
+                for solution in solutions {
+                    self.keep(solution);
+                }
             }
-            _ => true,
+            Delivery::Stream { .. } => {
+                if let (Some(output), false) = (&self.output, solutions.is_empty()) {
+                    metrics::counter!("xccd_solutions_streamed_total")
+                        .increment(solutions.len() as u64);
+                    output.push(Event::Solutions(solutions));
+                }
+            }
+        }
+        if granted < batch.count || self.is_stopping() {
+            Taken::Stop
+        } else {
+            Taken::All
         }
     }
 
-    /// Adds solutions counted locally by a worker (jobs without a limit
-    /// need no claim per solution, which would make the workers fight over
-    /// one cache line).
-    pub fn add_solutions(&self, n: u64) {
-        if n > 0 {
-            self.solutions.fetch_add(n, Ordering::SeqCst);
+    /// How a run of this job's `work` goes: what it delivers and in what
+    /// batches, and the limits left for it (`nodes_running`: nodes explored
+    /// by the job's runs still going).
+    pub fn run_spec(&self, work: &Work, nodes_running: u64) -> RunSpec {
+        let (want_solutions, batch_size) = match self.spec.delivery {
+            Delivery::CountOnly => (false, usize::MAX),
+            Delivery::Stream { batch_size, .. } => (true, batch_size.max(1)),
+            Delivery::Keep { .. } => (true, 64),
+        };
+        RunSpec {
+            skip: work.skip,
+            limit: self.spec.limit.map(|l| l.saturating_sub(self.solutions())),
+            max_nodes: self
+                .spec
+                .max_nodes
+                .map(|m| m.saturating_sub(self.stats().nodes.saturating_add(nodes_running))),
+            want_solutions,
+            batch_size,
+            max_delay: std::time::Duration::ZERO,
+            poll_interval: super::pool::POLL_NODES,
+            profile: false,
+            stop: Some(self.stop.clone()),
         }
     }
 
@@ -317,7 +351,7 @@ impl Job {
 
     /// Asks every task of the job to stop; the first reason given wins.
     pub fn request_stop(&self, reason: EndReason) {
-        let mut r = self.stop_reason.lock().unwrap();
+        let mut r = self.stop_reason.locked();
         if r.is_none() {
             *r = Some(reason);
         }
@@ -327,10 +361,10 @@ impl Job {
     /// Stops the job because a task cannot be run; `error` tells the client
     /// why (the first failure wins).
     pub fn fail(&self, error: String) {
-        let mut r = self.stop_reason.lock().unwrap();
+        let mut r = self.stop_reason.locked();
         if r.is_none() {
             *r = Some(EndReason::Failed);
-            *self.error.lock().unwrap() = Some(error);
+            *self.error.locked() = Some(error);
         }
         drop(r);
         self.stop.store(true, Ordering::SeqCst);
@@ -341,21 +375,21 @@ impl Job {
     }
 
     pub fn stop_reason(&self) -> Option<EndReason> {
-        *self.stop_reason.lock().unwrap()
+        *self.stop_reason.locked()
     }
 
     pub fn add_stats(&self, stats: &Stats) {
-        self.stats.lock().unwrap().merge(stats);
+        self.stats.locked().merge(stats);
     }
 
     pub fn stats(&self) -> Stats {
-        self.stats.lock().unwrap().clone()
+        self.stats.locked().clone()
     }
 
     /// Records a kept solution (Delivery::Keep).
     pub fn keep(&self, solution: SolutionIndices) {
         if let Delivery::Keep { keep } = self.spec.delivery {
-            let mut kept = self.kept.lock().unwrap();
+            let mut kept = self.kept.locked();
             if kept.len() < keep {
                 kept.push(solution);
                 drop(kept);
@@ -366,7 +400,7 @@ impl Job {
 
     /// The kept solutions from index `from` on.
     pub fn kept_from(&self, from: usize) -> Vec<SolutionIndices> {
-        let kept = self.kept.lock().unwrap();
+        let kept = self.kept.locked();
         kept.get(from..).map(<[_]>::to_vec).unwrap_or_default()
     }
 
@@ -396,22 +430,22 @@ impl Job {
             },
             reason,
             elapsed: self.started.elapsed(),
-            error: self.error.lock().unwrap().clone(),
+            error: self.error.locked().clone(),
         };
         if reason == EndReason::Complete {
             self.reported_fraction
                 .store(1f64.to_bits(), Ordering::SeqCst);
         }
-        *self.summary.lock().unwrap() = Some(summary.clone());
+        *self.summary.locked() = Some(summary.clone());
         if let Some(output) = &self.output {
-            output.force_push(Event::Done(summary.clone()));
+            output.push(Event::Done(summary.clone()));
         }
         self.done_notify.notify_waiters();
         summary
     }
 
     pub fn summary(&self) -> Option<Summary> {
-        self.summary.lock().unwrap().clone()
+        self.summary.locked().clone()
     }
 
     /// Waits until the job has ended.

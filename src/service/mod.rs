@@ -16,6 +16,8 @@ pub mod pool;
 pub mod proto;
 pub mod puzzles_grpc;
 pub mod server;
+mod sync;
 
+pub use crate::run::SideCondition;
 pub use job::{Delivery, EndReason, Job, JobSpec, Progress, Summary};
 pub use pool::{Pool, PoolConfig};

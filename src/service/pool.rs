@@ -32,12 +32,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::job::{
-    Delivery, EndReason, Event, Job, JobId, JobSpec, Output, Progress, SolutionIndices, Work,
-};
-use crate::xcc::{
-    Flow, Problem, ProgressView, Request, RunConfig, SolutionView, Solver, Status, Task, Visitor,
-};
+use super::job::{Delivery, EndReason, Job, JobId, JobSpec, Output, Progress};
+use super::sync::{wait_timeout, Locked};
+use crate::run::{run_task, Batch, Control, Ledger, Port, Settlement, Stop, Taken, Work};
+use crate::xcc::{Problem, ProgressView, Solver, Task};
 
 /// Nodes between two polls of a running task.
 pub const POLL_NODES: u64 = 1024;
@@ -73,7 +71,7 @@ pub enum SubmitError {
     TooManyJobs(usize),
     #[error("the server is shutting down")]
     ShuttingDown,
-    #[error("this search has a side condition that only local worker threads can check, and this server has none (start it with --threads 1 or more)")]
+    #[error("this search has a side condition given as code, which only local worker threads can check, and this server has none (start it with --threads 1 or more)")]
     NeedsLocalThreads,
 }
 
@@ -183,7 +181,20 @@ impl Pool {
                 let shared = shared.clone();
                 std::thread::Builder::new()
                     .name(format!("xccd-worker-{index}"))
-                    .spawn(move || worker(shared, index))
+                    .spawn(move || {
+                        // Runs catch their own panics (see `run_task`); this
+                        // keeps the thread for the pool whatever else fails.
+                        while std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            worker(shared.clone(), index)
+                        }))
+                        .is_err()
+                        {
+                            tracing::error!(
+                                thread = index,
+                                "a worker thread recovered from a panic"
+                            );
+                        }
+                    })
                     .expect("spawn a worker thread")
             })
             .collect();
@@ -207,7 +218,7 @@ impl Pool {
                     buffer_batches,
                     Box::new(move || {
                         if let Some(shared) = shared.upgrade() {
-                            let state = shared.state.lock().unwrap();
+                            let state = shared.state.locked();
                             shared.refresh(&state);
                             drop(state);
                             shared.wake_all();
@@ -217,11 +228,11 @@ impl Pool {
             }
             _ => None,
         };
-        if self.shared.threads == 0 && spec.condition.is_some() {
+        if self.shared.threads == 0 && !remote_can_run(&spec) {
             return Err(SubmitError::NeedsLocalThreads);
         }
         let job = Arc::new(Job::new(id, problem, spec, output));
-        let mut state = self.shared.state.lock().unwrap();
+        let mut state = self.shared.state.locked();
         if state.shutdown {
             return Err(SubmitError::ShuttingDown);
         }
@@ -252,14 +263,14 @@ impl Pool {
     /// have.
     pub fn cancel(&self, job: &Job, reason: EndReason) {
         job.request_stop(reason);
-        let mut state = self.shared.state.lock().unwrap();
+        let mut state = self.shared.state.locked();
         self.shared.settle(&mut state, job.id);
         self.shared.refresh(&state);
     }
 
     /// A snapshot of a job's progress.
     pub fn progress(&self, job: &Job) -> Progress {
-        let state = self.shared.state.lock().unwrap();
+        let state = self.shared.state.locked();
         let total = self.shared.threads + state.remote_slots;
         let mut progress = Progress {
             solutions: job.solutions(),
@@ -300,7 +311,10 @@ impl Pool {
         progress.nodes = nodes;
         let f = progress.fraction_done;
         if f > 0.0 && f < 1.0 {
-            progress.eta = Some(progress.elapsed.mul_f64((1.0 - f) / f));
+            // A deep search's first estimates are tiny: the time left can
+            // be more than a Duration holds, and is then unknown.
+            let left = progress.elapsed.as_secs_f64() * ((1.0 - f) / f);
+            progress.eta = Duration::try_from_secs_f64(left).ok();
         } else if f >= 1.0 {
             progress.eta = Some(Duration::ZERO);
         }
@@ -309,7 +323,7 @@ impl Pool {
 
     /// Workers (local threads and remote slots) currently running a task.
     pub fn busy_workers(&self) -> usize {
-        let state = self.shared.state.lock().unwrap();
+        let state = self.shared.state.locked();
         (self.shared.threads + state.remote_slots).saturating_sub(state.idle)
     }
 
@@ -320,17 +334,17 @@ impl Pool {
 
     /// Task slots of the remote workers connected now.
     pub fn remote_slots(&self) -> usize {
-        self.shared.state.lock().unwrap().remote_slots
+        self.shared.state.locked().remote_slots
     }
 
     /// Jobs queued or running.
     pub fn active_jobs(&self) -> usize {
-        self.shared.state.lock().unwrap().jobs.len()
+        self.shared.state.locked().jobs.len()
     }
 
     /// Tasks waiting in all queues.
     pub fn queued_tasks(&self) -> usize {
-        let state = self.shared.state.lock().unwrap();
+        let state = self.shared.state.locked();
         state.jobs.values().map(|s| s.queue.len()).sum()
     }
 
@@ -338,7 +352,7 @@ impl Pool {
     /// workers exit once the running tasks have stopped.
     pub fn stop_all_jobs(&self) {
         let jobs: Vec<Arc<Job>> = {
-            let mut state = self.shared.state.lock().unwrap();
+            let mut state = self.shared.state.locked();
             state.shutdown = true;
             state.jobs.values().map(|s| s.job.clone()).collect()
         };
@@ -351,7 +365,7 @@ impl Pool {
     /// Stops every job and joins the workers.
     pub fn shutdown(&self) {
         self.stop_all_jobs();
-        let handles = std::mem::take(&mut *self.threads.lock().unwrap());
+        let handles = std::mem::take(&mut *self.threads.locked());
         for handle in handles {
             let _ = handle.join();
         }
@@ -422,9 +436,10 @@ impl Shared {
         }
     }
 
-    /// Takes the next task to run, waiting if there is none.
-    fn next_task(&self, index: usize) -> Option<(Arc<Job>, Work)> {
-        let mut state = self.state.lock().unwrap();
+    /// Takes the next task to run, waiting if there is none; with it, the
+    /// nodes its job's other runs have explored so far.
+    fn next_task(&self, index: usize) -> Option<(Arc<Job>, Work, u64)> {
+        let mut state = self.state.locked();
         loop {
             if state.shutdown && state.jobs.is_empty() {
                 // An exited worker counts as idle.
@@ -432,12 +447,13 @@ impl Shared {
                 self.refresh(&state);
                 return None;
             }
-            if let Some(pick) = Self::pick(&mut state, false) {
+            if let Some((job, work)) = Self::pick(&mut state, false) {
+                let running = self.running_nodes(&state, job.id);
                 let slot = &self.slots[index];
-                slot.job.store(pick.0.id, Ordering::SeqCst);
+                slot.job.store(job.id, Ordering::SeqCst);
                 slot.progress.reset();
                 self.refresh(&state);
-                return Some(pick);
+                return Some((job, work, running));
             }
             state.idle += 1;
             self.refresh(&state);
@@ -449,14 +465,12 @@ impl Shared {
     fn wait<'a>(&self, state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
         // A timeout covers the one wake-up that needs no lock: a consumer
         // making room in a stalled job's buffer between our check and wait.
-        self.work
-            .wait_timeout(state, Duration::from_millis(50))
-            .unwrap()
-            .0
+        wait_timeout(&self.work, state, Duration::from_millis(50))
     }
 
     /// Takes the first task of the first job in the ring that has one to
-    /// run; a remote worker cannot take tasks of jobs with a side condition.
+    /// run; a remote worker cannot take tasks of jobs whose side condition
+    /// it cannot rebuild.
     fn pick(state: &mut State, remote: bool) -> Option<(Arc<Job>, Work)> {
         for turn in 0..state.ring.len() {
             let id = state.ring[turn];
@@ -465,7 +479,7 @@ impl Shared {
             };
             if sched.queue.is_empty()
                 || stalled(&sched.job)
-                || (remote && sched.job.spec.condition.is_some())
+                || (remote && !remote_can_run(&sched.job.spec))
             {
                 continue;
             }
@@ -509,7 +523,7 @@ impl Shared {
         if ready == 0 {
             return false;
         }
-        let state = self.state.lock().unwrap();
+        let state = self.state.locked();
         let mine = state
             .jobs
             .get(&id)
@@ -522,77 +536,67 @@ fn stalled(job: &Job) -> bool {
     job.output.as_ref().is_some_and(|o| o.is_stalled())
 }
 
-/// How a run of a task ended, as the scheduler books it.
-pub(crate) enum RunEnd {
-    /// Explored to the end.
-    Exhausted,
-    /// Stopped with its unexplored work, to run before the job's other tasks.
-    Checkpointed(Vec<Work>),
-    /// Stopped because the job is stopping; nothing to book.
-    Stopped,
-    /// Lost with its worker: `work` (with the cuts of what the run gave away
-    /// and the count it delivered) runs again, unless it was lost too often.
-    Lost(Work),
-    /// Handed back unfinished without fault (a draining worker): `work`
-    /// runs again.
-    Released(Work),
-    /// The task cannot be run: the job fails.
-    Failed(String),
+/// Whether remote workers can run the job's tasks: they rebuild a side
+/// condition from the puzzle it encodes, and cannot receive one given as
+/// code only.
+fn remote_can_run(spec: &JobSpec) -> bool {
+    spec.condition.is_none() || spec.puzzle.is_some()
 }
 
 impl Shared {
-    /// Books the end of one run of a task of `job` that weighed `weight` and
-    /// gave away `given` of it, and ends the job if that was its last work.
-    fn book(&self, state: &mut State, job: &Job, weight: f64, given: f64, end: RunEnd) {
+    /// Books a settled run of a task of `job` (see [`Ledger::settle`]), and
+    /// ends the job if that was its last work.
+    fn book(&self, state: &mut State, job: &Job, settlement: Settlement) {
         let Some(sched) = state.jobs.get_mut(&job.id) else {
             return;
         };
         sched.running -= 1;
         sched.tasks_done += 1;
-        let mut requeue = Vec::new();
-        match end {
-            RunEnd::Exhausted => sched.finished_weight += weight - given,
-            RunEnd::Checkpointed(remaining) => {
-                let left: f64 = remaining.iter().map(|w| w.task.weight).sum();
-                sched.finished_weight += (weight - given - left).max(0.0);
-                requeue = remaining;
-            }
-            RunEnd::Stopped => {}
-            RunEnd::Lost(mut work) => {
-                work.attempts += 1;
-                self.lost.fetch_add(1, Ordering::SeqCst);
-                metrics::counter!("xccd_tasks_lost_total").increment(1);
-                if work.attempts >= self.max_attempts {
-                    job.fail(format!(
-                        "a task of job-{} (path {:?}) was lost with its worker {} times; \
-                         the job is stopped rather than crash more workers",
-                        job.id, work.task.path, work.attempts
-                    ));
-                } else {
-                    requeue.push(work);
-                }
-            }
-            RunEnd::Released(work) => requeue.push(work),
-            RunEnd::Failed(error) => {
-                tracing::error!(job = job.id, %error, "task failed");
-                job.fail(error);
-            }
+        sched.finished_weight += settlement.finished_weight;
+        if settlement.lost {
+            self.lost.fetch_add(1, Ordering::SeqCst);
+            metrics::counter!("xccd_tasks_lost_total").increment(1);
+        }
+        if let Some(error) = settlement.failure {
+            tracing::error!(job = job.id, %error, "task failed");
+            job.fail(error);
+        }
+        match settlement.stop {
+            Some(Stop::NodeLimit) => job.request_stop(EndReason::NodeLimit),
+            Some(Stop::SolutionLimit) => job.request_stop(EndReason::Limit),
+            Some(Stop::Asked) | None => {}
         }
         metrics::counter!("xccd_tasks_total").increment(1);
-        if !requeue.is_empty() {
-            self.enqueue(state, job.id, requeue, true);
+        if !settlement.requeue.is_empty() {
+            self.enqueue(state, job.id, settlement.requeue, true);
         }
         self.settle(state, job.id);
         self.refresh(state);
+    }
+
+    /// Nodes explored so far by the job's runs still going.
+    fn running_nodes(&self, state: &State, job: JobId) -> u64 {
+        let local: u64 = self
+            .slots
+            .iter()
+            .filter(|slot| slot.job.load(Ordering::SeqCst) == job)
+            .map(|slot| slot.progress.read().1)
+            .sum();
+        let remote: u64 = state
+            .remote_runs
+            .values()
+            .filter(|run| run.0 == job)
+            .map(|run| run.2)
+            .sum();
+        local + remote
     }
 }
 
 /// Runs tasks until the pool shuts down.
 fn worker(shared: Arc<Shared>, index: usize) {
     let mut solvers: HashMap<JobId, Solver> = HashMap::new();
-    while let Some((job, work)) = shared.next_task(index) {
-        let task = &work.task;
-        let span = tracing::debug_span!("task", job = job.id, level = task.level());
+    while let Some((job, work, running_nodes)) = shared.next_task(index) {
+        let span = tracing::debug_span!("task", job = job.id, level = work.task.level());
         let _enter = span.enter();
         if solvers.len() >= 4 && !solvers.contains_key(&job.id) {
             solvers.clear();
@@ -600,49 +604,35 @@ fn worker(shared: Arc<Shared>, index: usize) {
         let solver = solvers
             .entry(job.id)
             .or_insert_with(|| Solver::new(&job.problem));
-        let config = RunConfig {
-            poll_interval: POLL_NODES,
-            stop: Some(job.stop.clone()),
-            check_partial: job.spec.condition.as_ref().is_some_and(|c| c.prunes()),
-            ..RunConfig::default()
-        };
-        let mut visitor = TaskVisitor {
+        let spec = job.run_spec(&work, running_nodes);
+        let task = work.task.clone();
+        let mut ledger = Ledger::new(work);
+        let mut port = PoolPort {
             shared: &shared,
             job: &job,
             slot: &shared.slots[index],
-            pending: Vec::new(),
-            batch_size: match job.spec.delivery {
-                Delivery::Stream { batch_size, .. } => batch_size.max(1),
-                _ => 0,
-            },
+            ledger: &mut ledger,
             started: Instant::now(),
-            given: 0.0,
-            options: Vec::new(),
-            unclaimed: 0,
-            skip: work.skip,
-            seen: 0,
         };
-        let result = solver.run(task, &config, &mut visitor);
-        let given = visitor.given;
-        job.add_solutions(std::mem::take(&mut visitor.unclaimed));
-        visitor.deliver_pending();
-        let end = match result {
-            Ok(outcome) => {
-                job.add_stats(&outcome.stats);
-                metrics::counter!("xccd_nodes_total").increment(outcome.stats.nodes);
-                match outcome.status {
-                    Status::Exhausted => RunEnd::Exhausted,
-                    Status::Checkpointed => {
-                        RunEnd::Checkpointed(outcome.remaining.into_iter().map(Work::new).collect())
-                    }
-                    _ => RunEnd::Stopped,
-                }
-            }
-            Err(error) => RunEnd::Failed(format!("task {task:?} cannot be run: {error}")),
-        };
-        let mut state = shared.state.lock().unwrap();
+        let report = run_task(
+            solver,
+            &job.problem,
+            &task,
+            &spec,
+            job.spec.condition.as_deref(),
+            &mut port,
+        );
+        job.add_stats(&report.stats);
+        metrics::counter!("xccd_nodes_total").increment(report.stats.nodes);
+        let settlement = ledger
+            .settle(report.end, report.found)
+            .unwrap_or_else(|error| Settlement {
+                failure: Some(format!("a local run reported what cannot be: {error}")),
+                ..Settlement::default()
+            });
+        let mut state = shared.state.locked();
         shared.slots[index].job.store(0, Ordering::SeqCst);
-        shared.book(&mut state, &job, task.weight, given, end);
+        shared.book(&mut state, &job, settlement);
         drop(state);
         shared.wake_all();
     }
@@ -654,7 +644,7 @@ fn worker(shared: Arc<Shared>, index: usize) {
 impl Pool {
     /// A worker with `slots` task slots, all idle, has joined.
     pub(crate) fn remote_joined(&self, slots: usize) {
-        let mut state = self.shared.state.lock().unwrap();
+        let mut state = self.shared.state.locked();
         state.remote_slots += slots;
         state.idle += slots;
         self.shared.refresh(&state);
@@ -663,25 +653,27 @@ impl Pool {
     /// A worker has left; `idle` of its `slots` were idle. Its leases must
     /// have been ended with [`Pool::end_remote_run`] first.
     pub(crate) fn remote_left(&self, slots: usize, idle: usize) {
-        let mut state = self.shared.state.lock().unwrap();
+        let mut state = self.shared.state.locked();
         state.remote_slots -= slots;
         state.idle -= idle;
         self.shared.refresh(&state);
     }
 
-    /// Takes a task for an idle remote slot (now busy), if one is ready.
-    pub(crate) fn take_remote(&self, lease: u64) -> Option<(Arc<Job>, Work)> {
-        let mut state = self.shared.state.lock().unwrap();
+    /// Takes a task for an idle remote slot (now busy), if one is ready;
+    /// with it, the nodes its job's other runs have explored so far.
+    pub(crate) fn take_remote(&self, lease: u64) -> Option<(Arc<Job>, Work, u64)> {
+        let mut state = self.shared.state.locked();
         let (job, work) = Shared::pick(&mut state, true)?;
+        let running = self.shared.running_nodes(&state, job.id);
         state.idle -= 1;
         state.remote_runs.insert(lease, (job.id, 0.0, 0));
         self.shared.refresh(&state);
-        Some((job, work))
+        Some((job, work, running))
     }
 
     /// A remote slot is idle again (its worker reported the end of a run).
     pub(crate) fn remote_slot_freed(&self) {
-        let mut state = self.shared.state.lock().unwrap();
+        let mut state = self.shared.state.locked();
         state.idle += 1;
         self.shared.refresh(&state);
         drop(state);
@@ -690,43 +682,32 @@ impl Pool {
 
     /// A heartbeat's news of a running lease.
     pub(crate) fn remote_progress(&self, lease: u64, done_weight: f64, nodes: u64) {
-        let mut state = self.shared.state.lock().unwrap();
+        let mut state = self.shared.state.locked();
         if let Some(run) = state.remote_runs.get_mut(&lease) {
             run.1 = done_weight;
             run.2 = nodes;
         }
     }
 
-    /// Nodes of the job's remote runs still going, from their heartbeats.
-    pub(crate) fn remote_nodes(&self, job: JobId) -> u64 {
-        let state = self.shared.state.lock().unwrap();
-        state
-            .remote_runs
-            .values()
-            .filter(|run| run.0 == job)
-            .map(|run| run.2)
-            .sum()
+    /// Nodes of the job's runs still going (remote ones from their
+    /// heartbeats).
+    pub(crate) fn running_nodes(&self, job: JobId) -> u64 {
+        let state = self.shared.state.locked();
+        self.shared.running_nodes(&state, job)
     }
 
-    /// Books the end of a remote run (see [`RunEnd`]).
-    pub(crate) fn end_remote_run(
-        &self,
-        lease: u64,
-        job: &Job,
-        weight: f64,
-        given: f64,
-        end: RunEnd,
-    ) {
-        let mut state = self.shared.state.lock().unwrap();
+    /// Books the settled end of a remote run.
+    pub(crate) fn end_remote_run(&self, lease: u64, job: &Job, settlement: Settlement) {
+        let mut state = self.shared.state.locked();
         state.remote_runs.remove(&lease);
-        self.shared.book(&mut state, job, weight, given, end);
+        self.shared.book(&mut state, job, settlement);
         drop(state);
         self.shared.wake_all();
     }
 
     /// Queues a task a remote run gave away.
     pub(crate) fn remote_gave_away(&self, job: &Job, task: Task) {
-        let mut state = self.shared.state.lock().unwrap();
+        let mut state = self.shared.state.locked();
         self.shared
             .enqueue(&mut state, job.id, vec![Work::new(task)], false);
         self.shared.refresh(&state);
@@ -734,9 +715,14 @@ impl Pool {
         self.shared.wake_all();
     }
 
+    /// How often a task may be lost with its worker before its job fails.
+    pub(crate) fn max_attempts(&self) -> u32 {
+        self.shared.max_attempts
+    }
+
     /// Whether the pool is shutting down (remote sessions then end).
     pub(crate) fn is_shutting_down(&self) -> bool {
-        self.shared.state.lock().unwrap().shutdown
+        self.shared.state.locked().shutdown
     }
 
     /// Whether a slot is idle with no task to give it.
@@ -756,137 +742,56 @@ impl Pool {
     }
 }
 
-/// Connects one task run to its job and the pool.
-struct TaskVisitor<'a> {
+/// Connects a run on a local thread to its job and the pool.
+struct PoolPort<'a> {
     shared: &'a Shared,
     job: &'a Job,
     slot: &'a WorkerSlot,
-    /// Solutions found but not yet in the job's buffer.
-    pending: Vec<SolutionIndices>,
-    batch_size: usize,
+    ledger: &'a mut Ledger,
     started: Instant,
-    /// Weight given away by this run.
-    given: f64,
-    /// Scratch space for option indices.
-    options: Vec<usize>,
-    /// Solutions of a job without a limit not yet added to its count.
-    unclaimed: u64,
-    /// Solutions already delivered by an earlier run of this task.
-    skip: u64,
-    /// Solutions found so far by this run.
-    seen: u64,
 }
 
-impl TaskVisitor<'_> {
-    /// Moves pending solutions to the job's buffer; false if it is full.
-    fn flush(&mut self) -> bool {
-        let Some(output) = &self.job.output else {
-            return true;
-        };
-        while !self.pending.is_empty() {
-            let rest = self
-                .pending
-                .split_off(self.pending.len().min(self.batch_size));
-            let batch = std::mem::replace(&mut self.pending, rest);
-            let n = batch.len() as u64;
-            match output.try_push(Event::Solutions(batch)) {
-                Ok(()) => {
-                    metrics::counter!("xccd_solutions_streamed_total").increment(n);
-                }
-                Err(Event::Solutions(mut batch)) => {
-                    batch.append(&mut self.pending);
-                    self.pending = batch;
-                    return false;
-                }
-                Err(Event::Done(_)) => unreachable!("only solutions are pushed here"),
-            }
+impl Port for PoolPort<'_> {
+    fn deliver(&mut self, batch: Batch, force: bool) -> Taken {
+        let (first, count) = (batch.first, batch.count);
+        let taken = self.job.deliver(batch, force);
+        if !matches!(taken, Taken::Refused(_)) {
+            // A local run reports in order; the ledger only keeps count.
+            let _ = self.ledger.found(first, count);
         }
-        true
+        taken
     }
 
-    /// Delivers what is left when the run ends, room or not (one batch per
-    /// worker at most over the buffer's capacity).
-    fn deliver_pending(&mut self) {
-        if let Some(output) = &self.job.output {
-            let pending = std::mem::take(&mut self.pending);
-            for batch in pending.chunks(self.batch_size.max(1)) {
-                metrics::counter!("xccd_solutions_streamed_total").increment(batch.len() as u64);
-                output.force_push(Event::Solutions(batch.to_vec()));
-            }
-        }
-    }
-}
-
-impl Visitor for TaskVisitor<'_> {
-    fn solution(&mut self, solution: &SolutionView<'_>) -> Flow {
-        self.seen += 1;
-        if self.seen <= self.skip {
-            return Flow::Continue;
-        }
-        if self.job.spec.limit.is_none() {
-            self.unclaimed += 1;
-        } else if !self.job.claim_solution() {
-            return Flow::Stop;
-        }
-        match self.job.spec.delivery {
-            Delivery::CountOnly => {}
-            Delivery::Keep { .. } => {
-                self.job
-                    .keep(solution.options().into_iter().map(|o| o as u32).collect());
-            }
-            Delivery::Stream { .. } => {
-                self.pending
-                    .push(solution.options().into_iter().map(|o| o as u32).collect());
-                if self.pending.len() >= self.batch_size {
-                    // A full buffer is handled at the next poll.
-                    self.flush();
-                }
-            }
-        }
-        Flow::Continue
-    }
-
-    fn poll(&mut self, progress: &ProgressView<'_>) -> Request {
+    fn control(&mut self, progress: &ProgressView<'_>) -> Control {
         self.slot.progress.publish(progress);
-        self.job.add_solutions(std::mem::take(&mut self.unclaimed));
         if self.job.is_stopping() {
-            return Request::Stop;
+            return Control::Stop;
         }
         if let Some(max) = self.job.spec.max_nodes {
             if self.job.stats().nodes + progress.stats.nodes >= max {
                 self.job.request_stop(EndReason::NodeLimit);
-                return Request::Stop;
+                return Control::Stop;
             }
-        }
-        if self.seen < self.skip {
-            // Splitting now could hand away solutions already delivered.
-            return Request::Continue;
-        }
-        if !self.flush() {
-            return Request::Checkpoint;
         }
         if self.shared.hungry.load(Ordering::SeqCst) {
-            return Request::GiveAway;
+            return Control::GiveAway;
         }
         if self.started.elapsed() >= TIME_SLICE && self.shared.others_waiting(self.job.id) {
-            return Request::Checkpoint;
+            return Control::Checkpoint;
         }
-        Request::Continue
+        Control::Continue
     }
 
-    fn partial(&mut self, chosen: &SolutionView<'_>) -> bool {
-        match &self.job.spec.condition {
-            Some(condition) => {
-                chosen.options_into(&mut self.options);
-                condition.accept_partial(&self.options)
+    fn given_away(&mut self, task: Task, found: u64) {
+        let task = match self.ledger.gave_away(task, found) {
+            Ok(task) => task,
+            Err(error) => {
+                self.job
+                    .fail(format!("a local run gave away what cannot be: {error}"));
+                return;
             }
-            None => true,
-        }
-    }
-
-    fn given_away(&mut self, task: Task) {
-        self.given += task.weight;
-        let mut state = self.shared.state.lock().unwrap();
+        };
+        let mut state = self.shared.state.locked();
         self.shared
             .enqueue(&mut state, self.job.id, vec![Work::new(task)], false);
         self.shared.refresh(&state);

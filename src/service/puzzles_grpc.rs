@@ -2,27 +2,27 @@
 //! same pool and job queue as generic problems, answered with decoded grids.
 
 use std::sync::Arc;
-use std::time::Duration;
-
-use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
-use tracing::Instrument;
 
 use super::convert;
-use super::grpc::{refused, CancelOnDrop, EventStream};
-use super::job::{Delivery, EndReason, Event, Job, JobSpec, SideCondition};
+use super::grpc::{refused, CancelOnDrop, EventStream, Pump, StreamEvents};
+use super::job::{Delivery, EndReason, Job, JobSpec, SolutionIndices};
 use super::pool::Pool;
 use super::proto as pb;
 use super::proto::puzzle_service_server::PuzzleService;
 use crate::puzzles::futoshiki::FutoshikiEncoding;
-use crate::puzzles::kinds::{self, EncodeOptions, Kind};
-use crate::puzzles::Encoded;
+use crate::puzzles::kinds::{EncodeOptions, Kind};
+use crate::puzzles::{Encoded, Puzzle};
+use crate::run::SideCondition;
 use crate::xcc::dlx_format;
 
 /// Most solutions a SolvePuzzle call may ask for.
 const MAX_SOLVE_LIMIT: u64 = 10_000;
+/// Solutions per batch of EnumeratePuzzle, unless the request says.
+const DEFAULT_BATCH: usize = 64;
+/// Most solutions per batch a request may ask for.
+const MAX_BATCH: usize = 65_536;
 
 pub struct PuzzleApi {
     pool: Arc<Pool>,
@@ -33,24 +33,27 @@ impl PuzzleApi {
         PuzzleApi { pool }
     }
 
+    /// Starts a job on an encoded puzzle. The job carries the puzzle
+    /// itself, so that remote workers rebuild its encoding and side
+    /// condition.
     fn submit(
         &self,
-        encoded: &Arc<dyn Encoded>,
+        encoded: &EncodedPuzzle,
         limit: Option<u64>,
+        max_nodes: Option<u64>,
         delivery: Delivery,
     ) -> Result<Arc<Job>, Status> {
+        let (encoded, puzzle) = encoded;
+        let condition: Arc<dyn SideCondition> = encoded.clone();
         self.pool
             .submit(
                 Arc::new(encoded.problem().clone()),
                 JobSpec {
                     limit,
-                    max_nodes: None,
+                    max_nodes,
                     delivery,
-                    // Remote workers can run puzzles without a side
-                    // condition: those are plain XCC problems.
-                    condition: encoded
-                        .has_side_condition()
-                        .then(|| Arc::new(Condition(encoded.clone())) as _),
+                    condition: condition.restricts().then_some(condition),
+                    puzzle: Some(puzzle.clone()),
                 },
             )
             .map_err(refused)
@@ -59,13 +62,14 @@ impl PuzzleApi {
     /// Runs a job that keeps its solutions, to its end or the deadline.
     async fn run_kept(
         &self,
-        encoded: &Arc<dyn Encoded>,
+        encoded: &EncodedPuzzle,
         limit: u64,
         deadline: Option<Instant>,
     ) -> Result<(Arc<Job>, super::job::Summary), Status> {
         let job = self.submit(
             encoded,
             Some(limit),
+            None,
             Delivery::Keep {
                 keep: limit as usize,
             },
@@ -89,20 +93,8 @@ impl PuzzleApi {
     }
 }
 
-/// A puzzle's side condition, checked by the workers.
-struct Condition(Arc<dyn Encoded>);
-
-impl SideCondition for Condition {
-    fn accept(&self, options: &[usize]) -> bool {
-        self.0.accept(options)
-    }
-    fn accept_partial(&self, options: &[usize]) -> bool {
-        self.0.accept_partial(options)
-    }
-    fn prunes(&self) -> bool {
-        self.0.prunes()
-    }
-}
+/// A puzzle encoded, and the puzzle as given.
+type EncodedPuzzle = (Arc<dyn Encoded>, Puzzle);
 
 fn kind(value: i32) -> Result<Kind, Status> {
     Ok(match pb::PuzzleKind::try_from(value) {
@@ -127,6 +119,11 @@ fn grid_text(kind: Kind, grid: &pb::CellGrid) -> Result<String, Status> {
         return Err(Status::invalid_argument("puzzle.cells.rows: empty grid"));
     }
     let cols = grid.rows[0].cells.len();
+    if cols == 0 {
+        return Err(Status::invalid_argument(
+            "puzzle.cells.rows[0]: a row needs at least one cell",
+        ));
+    }
     for (r, row) in grid.rows.iter().enumerate() {
         if row.cells.len() != cols {
             return Err(Status::invalid_argument(format!(
@@ -224,7 +221,7 @@ fn futoshiki_text(grid: &pb::CellGrid, cols: usize) -> Result<String, Status> {
         .join("\n"))
 }
 
-fn encode(puzzle: Option<pb::Puzzle>) -> Result<Arc<dyn Encoded>, Status> {
+fn encode(puzzle: Option<pb::Puzzle>) -> Result<EncodedPuzzle, Status> {
     let puzzle = puzzle.ok_or_else(|| Status::invalid_argument("puzzle: required"))?;
     let kind = kind(puzzle.kind)?;
     let text = match puzzle.grid {
@@ -242,13 +239,44 @@ fn encode(puzzle: Option<pb::Puzzle>) -> Result<Arc<dyn Encoded>, Status> {
             )))
         }
     };
-    let options = EncodeOptions {
-        weak: puzzle.weak,
-        encoding,
+    let puzzle = Puzzle {
+        kind,
+        text,
+        options: EncodeOptions {
+            weak: puzzle.weak,
+            encoding,
+        },
     };
-    let encoded = kinds::encode(kind, &text, &options)
+    let encoded = puzzle
+        .encode()
         .map_err(|e| Status::invalid_argument(format!("puzzle.text: {e}")))?;
-    Ok(Arc::from(encoded))
+    Ok((Arc::from(encoded), puzzle))
+}
+
+/// A puzzle's events on an EnumeratePuzzle stream.
+struct PuzzleEvents(Arc<dyn Encoded>);
+
+impl StreamEvents for PuzzleEvents {
+    type Message = pb::EnumeratePuzzleResponse;
+    fn solutions(&self, batch: &[SolutionIndices]) -> Self::Message {
+        use pb::enumerate_puzzle_response::Event as E;
+        let solutions = batch.iter().map(|s| solution(&*self.0, s)).collect();
+        pb::EnumeratePuzzleResponse {
+            event: Some(E::Solutions(pb::PuzzleSolutionBatch { solutions })),
+        }
+    }
+    fn progress(&self, progress: pb::Progress) -> Self::Message {
+        use pb::enumerate_puzzle_response::Event as E;
+        pb::EnumeratePuzzleResponse {
+            event: Some(E::Progress(progress)),
+        }
+    }
+    fn summary(&self, summary: pb::Summary) -> Self::Message {
+        use pb::enumerate_puzzle_response::Event as E;
+        pb::EnumeratePuzzleResponse {
+            event: Some(E::Summary(summary)),
+        }
+    }
 }
 
 fn solution(encoded: &dyn Encoded, indices: &[u32]) -> pb::PuzzleSolution {
@@ -284,7 +312,7 @@ impl PuzzleService for PuzzleApi {
             solutions: job
                 .kept_from(0)
                 .iter()
-                .map(|s| solution(&*encoded, s))
+                .map(|s| solution(&*encoded.0, s))
                 .collect(),
             exhausted: summary.reason == EndReason::Complete,
             statistics: Some(convert::statistics(
@@ -303,64 +331,44 @@ impl PuzzleService for PuzzleApi {
     ) -> Result<Response<Self::EnumeratePuzzleStream>, Status> {
         let deadline = convert::deadline(&request).map(|d| Instant::now() + d);
         let req = request.into_inner();
+        let interval =
+            convert::interval("progress_interval_seconds", req.progress_interval_seconds)?;
+        let batch_size = match req.batch_size as usize {
+            0 => DEFAULT_BATCH,
+            n if n > MAX_BATCH => {
+                return Err(Status::invalid_argument(format!(
+                    "batch_size: {n} exceeds the limit of {MAX_BATCH}"
+                )))
+            }
+            n => n,
+        };
         let encoded = encode(req.puzzle)?;
+        let delivery = if req.count_only {
+            Delivery::CountOnly
+        } else {
+            Delivery::Stream {
+                buffer_batches: 8,
+                batch_size,
+            }
+        };
         let job = self.submit(
             &encoded,
             (req.limit > 0).then_some(req.limit),
-            Delivery::Stream {
-                buffer_batches: 8,
-                batch_size: 64,
-            },
+            (req.max_nodes > 0).then_some(req.max_nodes),
+            delivery,
         )?;
-        let (tx, rx) = mpsc::channel(4);
-        let pool = self.pool.clone();
-        let interval = convert::interval(req.progress_interval_seconds);
-        let span = tracing::info_span!("job", id = job.id, rpc = "EnumeratePuzzle");
-        tokio::spawn(
-            async move {
-                use pb::enumerate_puzzle_response::Event as E;
-                let _cancel = CancelOnDrop {
-                    pool: pool.clone(),
-                    job: job.clone(),
-                };
-                let wrap = |e| Ok(pb::EnumeratePuzzleResponse { event: Some(e) });
-                let deadline =
-                    deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(1 << 32));
-                let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
-                loop {
-                    let messages = tokio::select! {
-                        biased;
-                        () = tx.closed() => return,
-                        () = tokio::time::sleep_until(deadline) => {
-                            pool.cancel(&job, EndReason::Deadline);
-                            let _ = tx.send(Err(Status::deadline_exceeded("the call's deadline passed"))).await;
-                            return;
-                        }
-                        event = job.next_event() => match event {
-                            Event::Solutions(batch) => batch
-                                .iter()
-                                .map(|s| wrap(E::Solution(solution(&*encoded, s))))
-                                .collect::<Vec<_>>(),
-                            Event::Done(summary) => {
-                                let _ = tx.send(wrap(E::Summary(convert::summary(&summary)))).await;
-                                if let Some(status) = convert::failure(&summary) {
-                                    let _ = tx.send(Err(status)).await;
-                                }
-                                return;
-                            }
-                        },
-                        _ = ticker.tick() => vec![wrap(E::Progress(convert::progress(&pool.progress(&job))))],
-                    };
-                    for message in messages {
-                        if tx.send(message).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-            .instrument(span),
-        );
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        let pump = Pump {
+            pool: self.pool.clone(),
+            job: job.clone(),
+            events: PuzzleEvents(encoded.0),
+            interval,
+            deadline,
+        };
+        Ok(pump.start(tracing::info_span!(
+            "job",
+            id = job.id,
+            rpc = "EnumeratePuzzle"
+        )))
     }
 
     async fn check_puzzle(
@@ -371,12 +379,15 @@ impl PuzzleService for PuzzleApi {
         let deadline = convert::deadline(&request).map(|d| convert::unary_deadline(arrived, d));
         let encoded = encode(request.into_inner().puzzle)?;
         let (job, summary) = self.run_kept(&encoded, 2, deadline).await?;
+        if let Some(status) = convert::failure(&summary) {
+            return Err(status);
+        }
         let kept = job.kept_from(0);
         let valid = kept.len() == 1 && summary.reason == EndReason::Complete;
         Ok(Response::new(pb::CheckPuzzleResponse {
             valid,
             solutions_found: kept.len() as u32,
-            solution: valid.then(|| solution(&*encoded, &kept[0])),
+            solution: valid.then(|| solution(&*encoded.0, &kept[0])),
             statistics: Some(convert::statistics(
                 &summary.stats,
                 summary.solutions,
@@ -389,10 +400,10 @@ impl PuzzleService for PuzzleApi {
         &self,
         request: Request<pb::EncodePuzzleRequest>,
     ) -> Result<Response<pb::EncodePuzzleResponse>, Status> {
-        let encoded = encode(request.into_inner().puzzle)?;
+        let (encoded, _) = encode(request.into_inner().puzzle)?;
         Ok(Response::new(pb::EncodePuzzleResponse {
             dlx: dlx_format::to_string(encoded.problem()),
-            has_side_condition: encoded.has_side_condition(),
+            has_side_condition: encoded.restricts(),
         }))
     }
 }

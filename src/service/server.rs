@@ -122,6 +122,8 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     };
     let task = tokio::spawn(
         tonic::transport::Server::builder()
+            // A handler that panics answers INTERNAL, and the server serves on.
+            .layer(catch_panics())
             .add_service(health_service)
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha)
@@ -137,6 +139,20 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         stop: Some(stop_tx),
         task,
     })
+}
+
+type PanicResponse = fn(Box<dyn std::any::Any + Send + 'static>) -> http::Response<String>;
+
+/// The layer that turns a handler's panic into the answer INTERNAL (a gRPC
+/// status in the headers) instead of a reset stream, which clients would
+/// see as CANCELLED or UNKNOWN. The panic itself is logged by the panic
+/// hook; the server serves on.
+pub(crate) fn catch_panics() -> tower_http::catch_panic::CatchPanicLayer<PanicResponse> {
+    fn internal_error(_panic: Box<dyn std::any::Any + Send + 'static>) -> http::Response<String> {
+        metrics::counter!("xccd_handler_panics_total").increment(1);
+        tonic::Status::internal("the server failed on this call; it has been logged").into_http()
+    }
+    tower_http::catch_panic::CatchPanicLayer::custom(internal_error as PanicResponse)
 }
 
 /// Serves until SIGINT or SIGTERM, then shuts down gracefully.
@@ -173,5 +189,73 @@ async fn report_gauges(pool: std::sync::Weak<Pool>) {
         metrics::gauge!("xccd_workers_busy").set(pool.busy_workers() as f64);
         metrics::gauge!("xccd_jobs_active").set(pool.active_jobs() as f64);
         metrics::gauge!("xccd_tasks_queued").set(pool.queued_tasks() as f64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::proto as pb;
+    use crate::service::proto::puzzle_service_client::PuzzleServiceClient;
+    use crate::service::proto::puzzle_service_server::PuzzleService;
+    use tonic::{Request, Response, Status};
+
+    /// A service whose every handler panics.
+    struct Panicky;
+
+    #[tonic::async_trait]
+    impl PuzzleService for Panicky {
+        async fn solve_puzzle(
+            &self,
+            _: Request<pb::SolvePuzzleRequest>,
+        ) -> Result<Response<pb::SolvePuzzleResponse>, Status> {
+            panic!("a bug in a handler")
+        }
+        type EnumeratePuzzleStream = super::super::grpc::EventStream<pb::EnumeratePuzzleResponse>;
+        async fn enumerate_puzzle(
+            &self,
+            _: Request<pb::EnumeratePuzzleRequest>,
+        ) -> Result<Response<Self::EnumeratePuzzleStream>, Status> {
+            panic!("a bug in a handler")
+        }
+        async fn check_puzzle(
+            &self,
+            _: Request<pb::CheckPuzzleRequest>,
+        ) -> Result<Response<pb::CheckPuzzleResponse>, Status> {
+            panic!("a bug in a handler")
+        }
+        async fn encode_puzzle(
+            &self,
+            _: Request<pb::EncodePuzzleRequest>,
+        ) -> Result<Response<pb::EncodePuzzleResponse>, Status> {
+            panic!("a bug in a handler")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_internal_and_the_server_serves_on() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .layer(catch_panics())
+                .add_service(PuzzleServiceServer::new(Panicky))
+                .serve_with_incoming(TcpListenerStream::new(listener)),
+        );
+        let mut client = PuzzleServiceClient::connect(format!("http://{addr}"))
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            let status = client
+                .solve_puzzle(pb::SolvePuzzleRequest::default())
+                .await
+                .unwrap_err();
+            assert_eq!(status.code(), tonic::Code::Internal, "{status:?}");
+            let status = client
+                .encode_puzzle(pb::EncodePuzzleRequest::default())
+                .await
+                .unwrap_err();
+            assert_eq!(status.code(), tonic::Code::Internal, "{status:?}");
+        }
     }
 }

@@ -21,11 +21,12 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::proto::{
     self as pb, coordinator_message::Kind as Out, coordinator_server, worker_message::Kind as In,
-    AskKind, RunStatus,
+    AskKind,
 };
-use crate::service::job::{Delivery, EndReason, Event, Job, WireProblem, Work};
-use crate::service::pool::{Pool, RunEnd};
-use crate::xcc::{self, Cut};
+use crate::run::{Batch, Ledger, Settlement};
+use crate::service::job::{EndReason, Job};
+use crate::service::pool::Pool;
+use crate::xcc;
 
 /// Timing of the protocol, chosen by the coordinator and told to workers.
 #[derive(Debug, Clone)]
@@ -162,28 +163,16 @@ impl coordinator_server::Coordinator for CoordinatorApi {
 struct Lease {
     job: Arc<Job>,
     epoch: u32,
-    /// The task as it would run again: its cuts grow with every give-away.
-    work: Work,
-    /// Solutions of the task delivered so far: the index of the next one.
-    delivered: u64,
-    /// Weight given away by this run.
-    given: f64,
+    /// The books of the run: what it delivered and gave away.
+    ledger: Ledger,
+    /// Whether the run reports each solution's options (else counts).
+    want_solutions: bool,
     /// What was last asked of the run, so as not to ask twice.
     asked: AskKind,
     started: Instant,
     /// Ended by the coordinator (job stopping); the slot stays busy until
     /// the worker reports the run's end.
     revoked: bool,
-}
-
-impl Lease {
-    /// The task to queue again if this run does not finish.
-    fn rerun(&self) -> Work {
-        let mut work = self.work.clone();
-        work.task.weight = (work.task.weight - self.given).max(0.0);
-        work.skip = self.delivered;
-        work
-    }
 }
 
 /// Why a session ended.
@@ -313,32 +302,18 @@ impl Session {
     async fn fill(&mut self) -> Result<(), End> {
         while self.busy < self.slots && !self.draining {
             let id = self.next_lease.fetch_add(1, Ordering::SeqCst);
-            let Some((job, work)) = self.pool.take_remote(id) else {
+            let Some((job, work, running_nodes)) = self.pool.take_remote(id) else {
                 return Ok(());
             };
             self.busy += 1;
             let wire = job
                 .wire
-                .get_or_init(|| {
-                    let dlx = xcc::dlx_format::to_string(&job.problem);
-                    Arc::new(WireProblem {
-                        digest: pb::digest(&dlx),
-                        dlx,
-                    })
-                })
+                .get_or_init(|| Arc::new(pb::wire_problem(&job.problem, job.spec.puzzle.as_ref())))
                 .clone();
             if !self.touch_problem(&wire.digest) {
-                self.send(Out::Problem(pb::ProblemData {
-                    digest: wire.digest.clone(),
-                    dlx: wire.dlx.clone(),
-                }))
-                .await?;
+                self.send(Out::Problem((&*wire).into())).await?;
             }
-            let (want_solutions, batch_size) = match job.spec.delivery {
-                Delivery::CountOnly => (false, 0),
-                Delivery::Stream { batch_size, .. } => (true, batch_size.max(1) as u32),
-                Delivery::Keep { .. } => (true, 64),
-            };
+            let spec = job.run_spec(&work, running_nodes);
             let message = pb::Lease {
                 lease: Some(pb::LeaseRef {
                     id,
@@ -348,8 +323,10 @@ impl Session {
                 problem_digest: wire.digest.clone(),
                 task: Some((&work.task).into()),
                 skip: work.skip,
-                want_solutions,
-                batch_size,
+                want_solutions: spec.want_solutions,
+                batch_size: u32::try_from(spec.batch_size).unwrap_or(u32::MAX),
+                limit: spec.limit,
+                max_nodes: spec.max_nodes,
             };
             tracing::debug!(worker = %self.id, lease = id, job = job.id, level = work.task.level(), skip = work.skip, "lease granted");
             self.leases.insert(
@@ -357,9 +334,8 @@ impl Session {
                 Lease {
                     job,
                     epoch: work.attempts,
-                    delivered: work.skip,
-                    work,
-                    given: 0.0,
+                    ledger: Ledger::new(work),
+                    want_solutions: spec.want_solutions,
                     asked: AskKind::Unspecified,
                     started: Instant::now(),
                     revoked: false,
@@ -438,7 +414,7 @@ impl Session {
                     self.pool
                         .remote_progress(id, progress.done_weight, progress.nodes);
                     if let Some(max) = job.spec.max_nodes {
-                        if job.stats().nodes + self.pool.remote_nodes(job.id) >= max {
+                        if job.stats().nodes + self.pool.running_nodes(job.id) >= max {
                             job.request_stop(EndReason::NodeLimit);
                         }
                     }
@@ -450,24 +426,13 @@ impl Session {
                 let Some(task) = gave.task else {
                     return Err(End::Protocol("gave_away.task is missing".into()));
                 };
-                let task = xcc::Task::from(task);
                 let Some((_, lease)) = self.live(gave.lease.as_ref()) else {
                     return Ok(());
                 };
-                let own = &lease.work.task;
-                let to = own.to;
-                let inside = task.weight.is_finite()
-                    && task.weight >= 0.0
-                    && Cut::of_given(&task).within(&own.path, own.from, to);
-                if !inside || task.path.len() < own.path.len() || lease.delivered < lease.work.skip
-                {
-                    return Err(End::Protocol(format!(
-                        "gave_away: task {:?} is not part of the leased task {own:?} or came too early",
-                        task.path
-                    )));
-                }
-                lease.work.task.cuts.push(Cut::of_given(&task));
-                lease.given += task.weight;
+                let task = lease
+                    .ledger
+                    .gave_away(task.into(), gave.found)
+                    .map_err(|e| End::Protocol(format!("gave_away: {e}")))?;
                 let job = lease.job.clone();
                 self.pool.remote_gave_away(&job, task);
                 Ok(())
@@ -483,137 +448,112 @@ impl Session {
         }
     }
 
-    /// Delivers the solutions of a report that are new, exactly once.
+    /// Delivers the solutions of a report that are new, exactly once,
+    /// after checking that each is a solution.
     fn found(&mut self, found: pb::Found) -> Result<(), End> {
         let Some((_, lease)) = self.live(found.lease.as_ref()) else {
             return Ok(());
         };
-        let count = if found.solutions.is_empty() {
-            found.count
-        } else {
-            found.solutions.len() as u64
-        };
-        if found.first > lease.delivered {
+        let listed = found.solutions.len() as u64;
+        if (lease.want_solutions && listed != found.count) || (!lease.want_solutions && listed > 0)
+        {
             return Err(End::Protocol(format!(
-                "found.first: solution {} reported before solution {}",
-                found.first, lease.delivered
+                "found: {listed} solutions listed for a count of {} on a lease that wants {}",
+                found.count,
+                if lease.want_solutions {
+                    "solutions"
+                } else {
+                    "counts"
+                }
             )));
         }
-        let end = found.first + count;
-        if end <= lease.delivered {
-            return Ok(());
-        }
-        let new_from = (lease.delivered - found.first) as usize;
-        let fresh = end - lease.delivered;
-        lease.delivered = end;
         let job = lease.job.clone();
-        if found.solutions.is_empty() {
-            if job.spec.limit.is_none() {
-                job.add_solutions(fresh);
-            } else {
-                for _ in 0..fresh {
-                    if !job.claim_solution() {
-                        break;
-                    }
-                }
-            }
+        let solutions: Vec<Vec<u32>> = found.solutions.into_iter().map(|s| s.indices).collect();
+        for (k, options) in solutions.iter().enumerate() {
+            crate::run::verify_solution(
+                &job.problem,
+                job.spec.condition.as_deref(),
+                found.first.saturating_add(k as u64),
+                options,
+            )
+            .map_err(|e| End::Protocol(format!("found: {e}")))?;
+        }
+        let known = lease
+            .ledger
+            .found(found.first, found.count)
+            .map_err(|e| End::Protocol(format!("found: {e}")))?;
+        let fresh = found.count - known;
+        if fresh == 0 {
             return Ok(());
         }
-        let mut batch = Vec::with_capacity(fresh as usize);
-        for solution in found.solutions.into_iter().skip(new_from) {
-            if job.spec.limit.is_none() {
-                job.add_solutions(1);
-            } else if !job.claim_solution() {
-                break;
-            }
-            let options = solution.indices;
-            if options
-                .iter()
-                .any(|&o| o as usize >= job.problem.options().len())
-            {
-                return Err(End::Protocol(
-                    "found.solutions: an option index out of range".into(),
-                ));
-            }
-            match job.spec.delivery {
-                Delivery::Keep { .. } => job.keep(options),
-                _ => batch.push(options),
-            }
-        }
-        if let (Some(output), false) = (&job.output, batch.is_empty()) {
-            metrics::counter!("xccd_solutions_streamed_total").increment(batch.len() as u64);
-            output.push_over(Event::Solutions(batch));
-        }
+        let mut solutions = solutions;
+        solutions.drain(..solutions.len().min(known as usize));
+        // Already found: taken over the stream buffer's capacity, which then
+        // stalls the job until its consumer has made room (see `police`).
+        job.deliver(
+            Batch {
+                first: found.first + known,
+                count: fresh,
+                solutions,
+            },
+            true,
+        );
         Ok(())
     }
 
     /// Books the end of a run the worker reports.
-    fn ended(&mut self, ended: pb::TaskEnded) -> Result<(), End> {
+    fn ended(&mut self, mut ended: pb::TaskEnded) -> Result<(), End> {
         let Some(lease_ref) = ended.lease else {
             return Err(End::Protocol("ended.lease is missing".into()));
         };
-        let Some(lease) = self.leases.get(&lease_ref.id) else {
-            metrics::counter!("xccd_fenced_reports_total").increment(1);
-            return Ok(());
-        };
-        if lease.epoch != lease_ref.epoch {
+        let held = self
+            .leases
+            .get(&lease_ref.id)
+            .is_some_and(|lease| lease.epoch == lease_ref.epoch);
+        if !held {
             metrics::counter!("xccd_fenced_reports_total").increment(1);
             return Ok(());
         }
-        let lease = self.leases.remove(&lease_ref.id).expect("present");
+        let lease = &self.leases[&lease_ref.id];
+        let settlement = if lease.revoked {
+            Settlement::default()
+        } else {
+            let end = pb::run_end(&mut ended).ok_or_else(|| {
+                End::Protocol(format!(
+                    "ended.status: {} is not a run status",
+                    ended.status
+                ))
+            })?;
+            if end == crate::run::RunEnd::Released && !ended.error.is_empty() {
+                // The worker lacked the problem: send it again.
+                tracing::warn!(worker = %self.id, error = %ended.error, "lease released");
+                if let Some(wire) = lease.job.wire.get() {
+                    let digest = wire.digest.clone();
+                    self.problems.retain(|d| *d != digest);
+                }
+            }
+            let settlement = lease
+                .ledger
+                .settle(end, ended.found)
+                .map_err(|e| End::Protocol(format!("ended: {e}")))?;
+            if let Some(stats) = &ended.statistics {
+                let stats = xcc::Stats::from(stats);
+                metrics::counter!("xccd_nodes_total").increment(stats.nodes);
+                lease.job.add_stats(&stats);
+            }
+            settlement
+        };
+        let lease = self.leases.remove(&lease_ref.id).expect("held");
         self.busy -= 1;
         self.pool.remote_slot_freed();
-        if lease.revoked {
-            return Ok(());
-        }
-        if let Some(stats) = &ended.statistics {
-            let stats = xcc::Stats::from(stats);
-            metrics::counter!("xccd_nodes_total").increment(stats.nodes);
-            lease.job.add_stats(&stats);
-        }
-        let status = RunStatus::try_from(ended.status).unwrap_or(RunStatus::Unspecified);
-        let end = match status {
-            RunStatus::Exhausted => RunEnd::Exhausted,
-            RunStatus::Checkpointed if lease.delivered >= lease.work.skip => {
-                let own = &lease.work.task;
-                let mut remaining = Vec::with_capacity(ended.remaining.len());
-                for task in ended.remaining {
-                    let task = xcc::Task::from(task);
-                    if !Cut::of_given(&task).within(&own.path, own.from, own.to)
-                        || task.path.len() < own.path.len()
-                    {
-                        tracing::warn!(worker = %self.id, "checkpoint outside its task: rerunning the task");
-                        self.book(lease_ref.id, &lease, RunEnd::Released(lease.rerun()));
-                        return Ok(());
-                    }
-                    remaining.push(Work::new(task));
-                }
-                RunEnd::Checkpointed(remaining)
+        if !lease.revoked {
+            if let Some(failure) = &settlement.failure {
+                tracing::warn!(worker = %self.id, name = %self.name, job = lease.job.id, %failure, "a remote run failed");
             }
-            RunStatus::Failed => RunEnd::Failed(format!(
-                "worker {} ({}) cannot run a task of job-{}: {}",
-                self.id, self.name, lease.job.id, ended.error
-            )),
-            _ => {
-                if !ended.error.is_empty() {
-                    // The worker lacked the problem: send it again.
-                    tracing::warn!(worker = %self.id, error = %ended.error, "lease released");
-                    let digest = &lease.job.wire.get().map(|w| w.digest.clone());
-                    if let Some(digest) = digest {
-                        self.problems.retain(|d| d != digest);
-                    }
-                }
-                RunEnd::Released(lease.rerun())
-            }
-        };
-        self.book(lease_ref.id, &lease, end);
+            self.pool
+                .end_remote_run(lease_ref.id, &lease.job, settlement);
+        }
         Ok(())
-    }
-
-    /// Books the end of a lease's run with the pool.
-    fn book(&self, id: u64, lease: &Lease, end: RunEnd) {
-        self.pool
-            .end_remote_run(id, &lease.job, lease.work.task.weight, lease.given, end);
     }
 
     /// Looks after the running leases: revokes those of stopping jobs, asks
@@ -630,7 +570,7 @@ impl Session {
             let job = lease.job.clone();
             if job.is_stopping() {
                 self.leases.get_mut(&id).expect("present").revoked = true;
-                self.book(id, &self.leases[&id], RunEnd::Stopped);
+                self.pool.end_remote_run(id, &job, Settlement::default());
                 self.ask(id, AskKind::Revoke).await?;
                 continue;
             }
@@ -661,9 +601,11 @@ impl Session {
     async fn close(mut self, end: End) {
         let live: Vec<(u64, Lease)> = self.leases.drain().collect();
         let lost = live.iter().filter(|(_, l)| !l.revoked).count();
+        let max_attempts = self.pool.max_attempts();
         for (id, lease) in &live {
             if !lease.revoked {
-                self.book(*id, lease, RunEnd::Lost(lease.rerun()));
+                self.pool
+                    .end_remote_run(*id, &lease.job, lease.ledger.lose(max_attempts));
             }
         }
         self.pool.remote_left(self.slots, self.slots - self.busy);
@@ -762,15 +704,7 @@ R4 C4 A3 B3
         fn submit(&self) {
             let problem = dlx_format::parse(QUEENS4).unwrap();
             self.pool
-                .submit(
-                    Arc::new(problem),
-                    JobSpec {
-                        limit: None,
-                        max_nodes: None,
-                        delivery: Delivery::CountOnly,
-                        condition: None,
-                    },
-                )
+                .submit(Arc::new(problem), JobSpec::default())
                 .unwrap();
         }
 

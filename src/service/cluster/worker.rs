@@ -17,19 +17,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Endpoint;
 
 use super::coordinator::{MAX_MESSAGE_BYTES, PROBLEM_CACHE};
 use super::proto::{
     self as pb, coordinator_client::CoordinatorClient, coordinator_message::Kind as In,
-    worker_message::Kind as Out, AskKind, RunStatus,
+    worker_message::Kind as Out, AskKind, Instance, RunStatus,
 };
+use crate::run::{run_task, Batch, Control, Port, RunSpec, Taken};
 use crate::service::pool::{LiveProgress, POLL_NODES};
-use crate::xcc::{
-    self, Flow, Problem, ProgressView, Request, RunConfig, SolutionView, Solver, Status, Visitor,
-};
+use crate::service::sync::Locked;
+use crate::xcc::{self, Problem, ProgressView, Solver};
 
 /// How a worker runs.
 #[derive(Debug, Clone)]
@@ -167,57 +166,50 @@ enum SessionEnd {
     Lost { reason: String, was_up: bool },
 }
 
+/// A problem rebuilt from its data, or why it could not be.
+type Built = Result<Arc<Instance>, String>;
+
 /// Problems by digest, most recently used last, and idle solvers for them.
-/// Its order mirrors the coordinator's record of what this worker holds.
+/// Its order mirrors the coordinator's record of what this worker holds,
+/// so a problem that could not be built is kept too, with the reason.
 #[derive(Default)]
 struct Cache {
-    problems: Mutex<VecDeque<(Vec<u8>, Arc<Problem>)>>,
+    problems: Mutex<VecDeque<(Vec<u8>, Built)>>,
     solvers: Mutex<HashMap<Vec<u8>, Vec<Solver>>>,
 }
 
 impl Cache {
-    fn insert(&self, digest: Vec<u8>, problem: Arc<Problem>) {
-        let mut problems = self.problems.lock().unwrap();
+    fn insert(&self, digest: Vec<u8>, instance: Built) {
+        let mut problems = self.problems.locked();
         problems.retain(|(d, _)| *d != digest);
-        problems.push_back((digest, problem));
+        problems.push_back((digest, instance));
         while problems.len() > PROBLEM_CACHE {
             if let Some((gone, _)) = problems.pop_front() {
-                self.solvers.lock().unwrap().remove(&gone);
+                self.solvers.locked().remove(&gone);
             }
         }
     }
 
     /// The problem, marked as the most recently used.
-    fn touch(&self, digest: &[u8]) -> Option<Arc<Problem>> {
-        let mut problems = self.problems.lock().unwrap();
+    fn touch(&self, digest: &[u8]) -> Option<Built> {
+        let mut problems = self.problems.locked();
         let at = problems.iter().position(|(d, _)| d == digest)?;
         let entry = problems.remove(at).expect("present");
-        let problem = entry.1.clone();
+        let instance = entry.1.clone();
         problems.push_back(entry);
-        Some(problem)
+        Some(instance)
     }
 
     fn take_solver(&self, digest: &[u8], problem: &Problem) -> Solver {
-        let reused = self
-            .solvers
-            .lock()
-            .unwrap()
-            .get_mut(digest)
-            .and_then(Vec::pop);
+        let reused = self.solvers.locked().get_mut(digest).and_then(Vec::pop);
         reused.unwrap_or_else(|| Solver::new(problem))
     }
 
     fn give_back(&self, digest: Vec<u8>, solver: Solver) {
-        let held = self
-            .problems
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|(d, _)| *d == digest);
+        let held = self.problems.locked().iter().any(|(d, _)| *d == digest);
         if held {
             self.solvers
-                .lock()
-                .unwrap()
+                .locked()
                 .entry(digest)
                 .or_default()
                 .push(solver);
@@ -338,14 +330,11 @@ async fn session(
             incoming = inbound.message() => match incoming {
                 Ok(Some(pb::CoordinatorMessage { kind: Some(kind) })) => match kind {
                     In::Problem(data) => {
-                        if pb::digest(&data.dlx) != data.digest {
-                            tracing::error!("problem data does not match its digest: ignored");
-                            continue;
+                        let instance = pb::instance(&data).map(Arc::new);
+                        if let Err(error) = &instance {
+                            tracing::error!(%error, "cannot run this problem: its leases will fail");
                         }
-                        match xcc::dlx_format::parse(&data.dlx) {
-                            Ok(problem) => cache.insert(data.digest, Arc::new(problem)),
-                            Err(e) => tracing::error!(error = %e, "problem data does not parse: ignored"),
-                        }
+                        cache.insert(data.digest, instance);
                     }
                     In::Lease(lease) => {
                         let Some(lease_ref) = lease.lease else { continue };
@@ -360,7 +349,13 @@ async fn session(
                         tokio::task::spawn_blocking(move || {
                             let id = lease_ref.id;
                             let ended = match problem {
-                                Some(problem) => run_lease(&lease, &problem, &cache, &control, &tx),
+                                Some(Ok(instance)) => run_lease(&lease, &instance, &cache, &control, &tx),
+                                Some(Err(error)) => pb::TaskEnded {
+                                    lease: Some(lease_ref),
+                                    status: RunStatus::Failed as i32,
+                                    error: format!("this worker cannot run the problem: {error}"),
+                                    ..pb::TaskEnded::default()
+                                },
                                 None => pb::TaskEnded {
                                     lease: Some(lease_ref),
                                     status: RunStatus::Released as i32,
@@ -429,183 +424,107 @@ async fn session(
 /// give-aways go out as they happen.
 fn run_lease(
     lease: &pb::Lease,
-    problem: &Arc<Problem>,
+    instance: &Instance,
     cache: &Cache,
     control: &RunControl,
     tx: &mpsc::Sender<pb::WorkerMessage>,
 ) -> pb::TaskEnded {
-    let lease_ref = lease.lease;
     let task: xcc::Task = lease.task.clone().unwrap_or_default().into();
-    let mut solver = cache.take_solver(&lease.problem_digest, problem);
-    let config = RunConfig {
+    let mut solver = cache.take_solver(&lease.problem_digest, &instance.problem);
+    let spec = RunSpec {
+        skip: lease.skip,
+        limit: lease.limit,
+        max_nodes: lease.max_nodes,
+        want_solutions: lease.want_solutions,
+        batch_size: if lease.want_solutions {
+            (lease.batch_size as usize).clamp(1, 4096)
+        } else {
+            usize::MAX
+        },
+        max_delay: FLUSH_EVERY,
         poll_interval: POLL_NODES,
-        ..RunConfig::default()
+        ..RunSpec::default()
     };
-    let mut visitor = RemoteVisitor {
-        lease: lease_ref,
+    let mut port = RemotePort {
+        lease: lease.lease,
         tx,
         control,
-        skip: lease.skip,
-        seen: 0,
-        want_solutions: lease.want_solutions,
-        batch_size: (lease.batch_size as usize).clamp(1, 4096),
-        batch: Vec::new(),
-        batch_first: 0,
-        unsent: 0,
-        last_flush: Instant::now(),
-        released: false,
         disconnected: false,
     };
-    let result = solver.run(&task, &config, &mut visitor);
-    visitor.flush();
-    let released = visitor.released;
+    let report = run_task(
+        &mut solver,
+        &instance.problem,
+        &task,
+        &spec,
+        instance.condition.as_deref(),
+        &mut port,
+    );
     cache.give_back(lease.problem_digest.clone(), solver);
-    let mut ended = pb::TaskEnded {
-        lease: lease_ref,
-        ..pb::TaskEnded::default()
-    };
-    match result {
-        Ok(outcome) => {
-            ended.statistics = Some((&outcome.stats).into());
-            ended.status = match outcome.status {
-                Status::Exhausted => RunStatus::Exhausted,
-                Status::Checkpointed => {
-                    ended.remaining = outcome.remaining.iter().map(Into::into).collect();
-                    RunStatus::Checkpointed
-                }
-                _ if released => RunStatus::Released,
-                _ => RunStatus::Stopped,
-            } as i32;
-        }
-        Err(e) => {
-            ended.status = RunStatus::Failed as i32;
-            ended.error = e.to_string();
-        }
-    }
-    ended
-}
-
-/// Connects a run to the coordinator's stream.
-struct RemoteVisitor<'a> {
-    lease: Option<pb::LeaseRef>,
-    tx: &'a mpsc::Sender<pb::WorkerMessage>,
-    control: &'a RunControl,
-    /// Solutions delivered by earlier runs of this task: not reported, and
-    /// no work leaves this run before they have been seen again.
-    skip: u64,
-    /// Solutions found by this run.
-    seen: u64,
-    want_solutions: bool,
-    batch_size: usize,
-    batch: Vec<pb::Options>,
-    /// Index (in the task's solution order) of the first unsent solution.
-    batch_first: u64,
-    /// Solutions counted but not yet reported (counts only).
-    unsent: u64,
-    last_flush: Instant,
-    /// Stopped while draining before it could checkpoint.
-    released: bool,
-    /// The stream is gone: the lease is lost, stop.
-    disconnected: bool,
+    pb::task_ended(lease.lease, &report)
 }
 
 /// How long found solutions may wait before they are reported.
 const FLUSH_EVERY: Duration = Duration::from_millis(50);
 
-impl RemoteVisitor<'_> {
-    fn caught_up(&self) -> bool {
-        self.seen >= self.skip
-    }
+/// Connects a run to the coordinator's stream.
+struct RemotePort<'a> {
+    lease: Option<pb::LeaseRef>,
+    tx: &'a mpsc::Sender<pb::WorkerMessage>,
+    control: &'a RunControl,
+    /// The stream is gone: the lease is lost, stop.
+    disconnected: bool,
+}
 
-    /// Reports the solutions found since the last report.
-    fn flush(&mut self) {
-        self.last_flush = Instant::now();
-        let count = if self.want_solutions {
-            self.batch.len() as u64
-        } else {
-            self.unsent
-        };
-        if count == 0 || self.disconnected {
-            return;
-        }
-        let found = pb::Found {
-            lease: self.lease,
-            first: self.batch_first,
-            count,
-            solutions: std::mem::take(&mut self.batch),
-        };
-        self.batch_first += count;
-        self.unsent = 0;
-        if self.tx.blocking_send(message(Out::Found(found))).is_err() {
+impl RemotePort<'_> {
+    fn send(&mut self, kind: Out) {
+        if !self.disconnected && self.tx.blocking_send(message(kind)).is_err() {
             self.disconnected = true;
         }
     }
 }
 
-impl Visitor for RemoteVisitor<'_> {
-    fn solution(&mut self, solution: &SolutionView<'_>) -> Flow {
-        let index = self.seen;
-        self.seen += 1;
-        if index < self.skip {
-            self.batch_first = self.seen;
-            return Flow::Continue;
-        }
-        if self.want_solutions {
-            self.batch.push(pb::Options {
-                indices: solution.options().into_iter().map(|o| o as u32).collect(),
-            });
-            if self.batch.len() >= self.batch_size {
-                self.flush();
-            }
-        } else {
-            self.unsent += 1;
-        }
+impl Port for RemotePort<'_> {
+    fn deliver(&mut self, batch: Batch, _force: bool) -> Taken {
+        self.send(Out::Found(pb::Found {
+            lease: self.lease,
+            first: batch.first,
+            count: batch.count,
+            solutions: batch
+                .solutions
+                .into_iter()
+                .map(|indices| pb::Options { indices })
+                .collect(),
+        }));
         if self.disconnected {
-            Flow::Stop
+            Taken::Stop
         } else {
-            Flow::Continue
+            Taken::All
         }
     }
 
-    fn poll(&mut self, progress: &ProgressView<'_>) -> Request {
+    fn control(&mut self, progress: &ProgressView<'_>) -> Control {
         self.control.progress.publish(progress);
-        if self.last_flush.elapsed() >= FLUSH_EVERY {
-            self.flush();
-        }
         if self.disconnected {
-            return Request::Stop;
+            return Control::Stop;
         }
-        // A checkpoint asked before the run has caught up with `skip` stays
-        // pending until it has (or, when draining, the lease is given back);
-        // a give-away asked too early is dropped: it is only advice.
         match self.control.pending() {
-            AskKind::Revoke => Request::Stop,
-            AskKind::Checkpoint if self.caught_up() => Request::Checkpoint,
-            AskKind::Checkpoint if self.control.draining.load(Ordering::SeqCst) => {
-                self.released = true;
-                Request::Stop
-            }
+            AskKind::Revoke => Control::Stop,
+            AskKind::Checkpoint if self.control.draining.load(Ordering::SeqCst) => Control::Release,
+            AskKind::Checkpoint => Control::Checkpoint,
             AskKind::GiveAway => {
+                // Advice, taken once.
                 self.control.handled(AskKind::GiveAway);
-                if self.caught_up() {
-                    Request::GiveAway
-                } else {
-                    Request::Continue
-                }
+                Control::GiveAway
             }
-            _ => Request::Continue,
+            AskKind::Unspecified => Control::Continue,
         }
     }
 
-    fn given_away(&mut self, task: xcc::Task) {
-        // Reports stay in search order: the solutions found before the cut first.
-        self.flush();
-        let gave = pb::GaveAway {
+    fn given_away(&mut self, task: xcc::Task, found: u64) {
+        self.send(Out::GaveAway(pb::GaveAway {
             lease: self.lease,
             task: Some((&task).into()),
-        };
-        if self.tx.blocking_send(message(Out::GaveAway(gave))).is_err() {
-            self.disconnected = true;
-        }
+            found,
+        }));
     }
 }

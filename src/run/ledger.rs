@@ -1,0 +1,427 @@
+//! The books of one run of a task, kept by whoever hands tasks out: the
+//! pool for its threads, the coordinator for each lease of a remote worker.
+//!
+//! A ledger knows the task as it was handed out and what its run has
+//! reported so far: how many of the task's solutions were delivered (the
+//! index of the next one), what it gave away (each a *cut* on the task), and
+//! how often the task was lost before. From that it decides what a report
+//! means, refuses reports that cannot be right, and settles the run's end
+//! into what the scheduler must do. It trusts nothing it can check: a
+//! give-away or a checkpoint must lie inside the task and outside what was
+//! given away before, and the tasks it queues carry the cuts it recorded,
+//! not the ones a run claims.
+
+use super::{RunEnd, SideCondition, Stop};
+use crate::xcc::{Cut, Problem, Task, ALL};
+
+/// A task as the scheduler queues it: the subtree, how many of its
+/// solutions earlier runs delivered (a rerun skips them), and how many
+/// times it was lost with its worker.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Work {
+    pub task: Task,
+    pub skip: u64,
+    pub attempts: u32,
+}
+
+impl Work {
+    /// A task no run has delivered from.
+    pub fn new(task: Task) -> Work {
+        Work {
+            task,
+            skip: 0,
+            attempts: 0,
+        }
+    }
+}
+
+/// A report that cannot be right.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LedgerError {
+    #[error("solution {first} reported before solution {expected}")]
+    Gap { first: u64, expected: u64 },
+    #[error("{count} solutions from index {first} overflow the solution index")]
+    Overflow { first: u64, count: u64 },
+    #[error("work handed back after {found} solutions, before the run caught up with the {skip} delivered earlier")]
+    TooEarly { found: u64, skip: u64 },
+    #[error("task {task} is not part of the task {own}")]
+    Outside { task: String, own: String },
+    #[error("task {task} overlaps work given away before")]
+    Overlaps { task: String },
+    #[error("a task weighing {weight} is more than the {left} left of its task")]
+    Weight { weight: f64, left: f64 },
+    #[error("solution {index}: {reason}")]
+    NotASolution { index: u64, reason: String },
+}
+
+/// What the scheduler must do after a run ended.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Settlement {
+    /// The share of the job's tree the run explored (for progress).
+    pub finished_weight: f64,
+    /// Work to queue again, before the job's other tasks.
+    pub requeue: Vec<Work>,
+    /// The job fails with this message.
+    pub failure: Option<String>,
+    /// The run was lost with its worker.
+    pub lost: bool,
+    /// The run stopped at a limit of its own (the job should stop too).
+    pub stop: Option<Stop>,
+}
+
+/// The books of one run of a task (see the module's documentation).
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    /// The task as it would run again: its cuts grow with every give-away.
+    work: Work,
+    /// Solutions of the task delivered so far: the index of the next one.
+    delivered: u64,
+    /// Weight given away by this run.
+    given: f64,
+}
+
+/// Room for rounding in sums of weights.
+const SLACK: f64 = 1e-9;
+
+fn describe(task: &Task) -> String {
+    let to = if task.to == ALL {
+        "end".to_string()
+    } else {
+        task.to.to_string()
+    };
+    format!("{:?} [{}..{to})", task.path, task.from)
+}
+
+impl Ledger {
+    pub fn new(work: Work) -> Ledger {
+        Ledger {
+            delivered: work.skip,
+            given: 0.0,
+            work,
+        }
+    }
+
+    /// The task and its skip as handed out, with the cuts recorded since.
+    pub fn work(&self) -> &Work {
+        &self.work
+    }
+
+    /// The index of the next solution to deliver.
+    pub fn delivered(&self) -> u64 {
+        self.delivered
+    }
+
+    /// Records a report of `count` solutions from index `first` of the
+    /// task's order. Returns how many of them, from the front, were
+    /// delivered before and must be dropped.
+    pub fn found(&mut self, first: u64, count: u64) -> Result<u64, LedgerError> {
+        let end = first
+            .checked_add(count)
+            .ok_or(LedgerError::Overflow { first, count })?;
+        if first > self.delivered {
+            return Err(LedgerError::Gap {
+                first,
+                expected: self.delivered,
+            });
+        }
+        let known = self.delivered - first;
+        self.delivered = self.delivered.max(end);
+        Ok(known.min(count))
+    }
+
+    /// Records a give-away made by a run that had found `found` solutions
+    /// (the skipped ones included); returns the task to queue, with the cuts
+    /// of this task that lie inside it.
+    pub fn gave_away(&mut self, task: Task, found: u64) -> Result<Task, LedgerError> {
+        self.check_caught_up(found)?;
+        let task = self.inside(task)?;
+        let left = self.work.task.weight - self.given;
+        if !(task.weight.is_finite() && task.weight >= 0.0 && task.weight <= left + SLACK) {
+            return Err(LedgerError::Weight {
+                weight: task.weight,
+                left,
+            });
+        }
+        self.given += task.weight;
+        self.work.task.cuts.push(Cut::of_given(&task));
+        Ok(task)
+    }
+
+    /// Settles the end of the run, which found `found` solutions (the
+    /// skipped ones included). A task lost `max_attempts` times fails its
+    /// job.
+    pub fn settle(&self, end: RunEnd, found: u64) -> Result<Settlement, LedgerError> {
+        let weight = self.work.task.weight;
+        let mut settlement = Settlement::default();
+        match end {
+            RunEnd::Exhausted => settlement.finished_weight = (weight - self.given).max(0.0),
+            RunEnd::Checkpointed(remaining) => {
+                self.check_caught_up(found)?;
+                let mut left = 0.0;
+                for task in remaining {
+                    let task = self.inside(task)?;
+                    if !(task.weight.is_finite() && task.weight >= 0.0) {
+                        return Err(LedgerError::Weight {
+                            weight: task.weight,
+                            left: weight - self.given,
+                        });
+                    }
+                    left += task.weight;
+                    settlement.requeue.push(Work::new(task));
+                }
+                if left > weight - self.given + SLACK {
+                    return Err(LedgerError::Weight {
+                        weight: left,
+                        left: weight - self.given,
+                    });
+                }
+                settlement.finished_weight = (weight - self.given - left).max(0.0);
+            }
+            RunEnd::Stopped(stop) => {
+                if stop != Stop::Asked {
+                    settlement.stop = Some(stop);
+                }
+            }
+            RunEnd::Released => settlement.requeue.push(self.rerun()),
+            RunEnd::Failed(message) => settlement.failure = Some(message),
+        }
+        Ok(settlement)
+    }
+
+    /// The run was lost with its worker: its task runs again (with its cuts
+    /// and what it delivered), unless it was lost `max_attempts` times.
+    pub fn lose(&self, max_attempts: u32) -> Settlement {
+        let mut work = self.rerun();
+        work.attempts += 1;
+        let mut settlement = Settlement {
+            lost: true,
+            ..Settlement::default()
+        };
+        if work.attempts >= max_attempts {
+            settlement.failure = Some(format!(
+                "the task {} was lost with its worker {} times; the job is stopped rather than \
+                 crash more workers",
+                describe(&work.task),
+                work.attempts
+            ));
+        } else {
+            settlement.requeue.push(work);
+        }
+        settlement
+    }
+
+    /// The task to run again if this run does not finish.
+    fn rerun(&self) -> Work {
+        let mut work = self.work.clone();
+        work.task.weight = (work.task.weight - self.given).max(0.0);
+        work.skip = self.delivered;
+        work
+    }
+
+    fn check_caught_up(&self, found: u64) -> Result<(), LedgerError> {
+        if found < self.work.skip {
+            return Err(LedgerError::TooEarly {
+                found,
+                skip: self.work.skip,
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks that `task` lies inside this one and outside its cuts, and
+    /// gives it this task's cuts that lie inside it (whatever it carried).
+    fn inside(&self, mut task: Task) -> Result<Task, LedgerError> {
+        let own = &self.work.task;
+        let outside = || LedgerError::Outside {
+            task: describe(&task),
+            own: describe(own),
+        };
+        let level = own.path.len();
+        if task.from >= task.to || !task.path.starts_with(&own.path) {
+            return Err(outside());
+        }
+        let within = if task.path.len() == level {
+            own.from <= task.from && task.to <= own.to
+        } else {
+            (own.from..own.to).contains(&task.path[level])
+        };
+        if !within {
+            return Err(outside());
+        }
+        if self.work.task.cuts.iter().any(|cut| overlaps(cut, &task)) {
+            return Err(LedgerError::Overlaps {
+                task: describe(&task),
+            });
+        }
+        task.cuts = own
+            .cuts
+            .iter()
+            .filter(|cut| cut.within(&task.path, task.from, task.to))
+            .cloned()
+            .collect();
+        Ok(task)
+    }
+}
+
+/// Whether `task` reaches into the part of the tree `cut` took away.
+fn overlaps(cut: &Cut, task: &Task) -> bool {
+    if !task.path.starts_with(&cut.path) {
+        return false;
+    }
+    match task.path.get(cut.path.len()) {
+        Some(&position) => position >= cut.end,
+        None => task.to > cut.end,
+    }
+}
+
+/// Checks that `options` is a solution of `problem` that satisfies
+/// `condition`: for solutions that come from where they cannot be trusted.
+pub fn verify_solution(
+    problem: &Problem,
+    condition: Option<&dyn SideCondition>,
+    index: u64,
+    options: &[u32],
+) -> Result<(), LedgerError> {
+    let not = |reason: String| LedgerError::NotASolution { index, reason };
+    if options.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(not("option indices are not strictly ascending".into()));
+    }
+    let options: Vec<usize> = options.iter().map(|&o| o as usize).collect();
+    problem.verify(&options).map_err(not)?;
+    if condition.is_some_and(|c| c.restricts() && !c.accept(&options)) {
+        return Err(not("it fails the puzzle's side condition".into()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::xcc::Decision;
+
+    fn task(path: &[Decision], from: Decision, to: Decision, weight: f64) -> Task {
+        Task {
+            path: path.to_vec(),
+            from,
+            to,
+            weight,
+            cuts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn reports_are_delivered_once_and_in_order() {
+        let mut ledger = Ledger::new(Work {
+            skip: 3,
+            ..Work::new(Task::root())
+        });
+        assert_eq!(ledger.found(0, 2), Ok(2));
+        assert_eq!(ledger.found(2, 3), Ok(1));
+        assert_eq!(ledger.delivered(), 5);
+        assert_eq!(ledger.found(5, 0), Ok(0));
+        assert!(matches!(ledger.found(7, 1), Err(LedgerError::Gap { .. })));
+        assert!(matches!(
+            ledger.found(u64::MAX, 2),
+            Err(LedgerError::Overflow { .. })
+        ));
+    }
+
+    #[test]
+    fn give_aways_must_be_inside_and_disjoint_and_leave_cuts() {
+        let mut ledger = Ledger::new(Work::new(task(&[1], 2, 6, 0.5)));
+        // Outside: another branch, the range's edges, a path above.
+        for bad in [
+            task(&[0], 3, 4, 0.1),
+            task(&[1], 1, 3, 0.1),
+            task(&[1], 4, 7, 0.1),
+            task(&[1, 6], 0, 2, 0.1),
+            task(&[], 0, 1, 0.1),
+            task(&[1], 4, 4, 0.0),
+        ] {
+            assert!(
+                matches!(
+                    ledger.gave_away(bad.clone(), 0),
+                    Err(LedgerError::Outside { .. })
+                ),
+                "{bad:?}"
+            );
+        }
+        let given = ledger.gave_away(task(&[1], 4, 6, 0.25), 0).unwrap();
+        assert!(given.cuts.is_empty());
+        assert_eq!(ledger.work().task.cuts, vec![Cut::of_given(&given)]);
+        // Into what was given: refused, at the node and below it.
+        for bad in [task(&[1], 3, 5, 0.1), task(&[1, 4], 0, 2, 0.01)] {
+            assert!(matches!(
+                ledger.gave_away(bad, 0),
+                Err(LedgerError::Overlaps { .. })
+            ));
+        }
+        // More weight than is left.
+        assert!(matches!(
+            ledger.gave_away(task(&[1, 2], 1, 3, 0.3), 0),
+            Err(LedgerError::Weight { .. })
+        ));
+        assert!(matches!(
+            ledger.gave_away(task(&[1, 2], 1, 3, f64::NAN), 0),
+            Err(LedgerError::Weight { .. })
+        ));
+        // A task below the node inherits no cut it does not contain; the
+        // whole task would.
+        let deeper = ledger.gave_away(task(&[1, 3], 1, 2, 0.01), 0).unwrap();
+        assert!(deeper.cuts.is_empty());
+        let lost = ledger.lose(3);
+        assert_eq!(lost.requeue.len(), 1);
+        assert_eq!(lost.requeue[0].task.cuts.len(), 2);
+        assert!((lost.requeue[0].task.weight - (0.5 - 0.26)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn nothing_leaves_a_run_before_it_caught_up() {
+        let mut ledger = Ledger::new(Work {
+            skip: 4,
+            ..Work::new(Task::root())
+        });
+        assert!(matches!(
+            ledger.gave_away(task(&[0], 1, 2, 0.1), 3),
+            Err(LedgerError::TooEarly { .. })
+        ));
+        assert!(matches!(
+            ledger.settle(RunEnd::Checkpointed(vec![task(&[0], 0, ALL, 0.1)]), 3),
+            Err(LedgerError::TooEarly { .. })
+        ));
+        assert!(ledger.gave_away(task(&[0], 1, 2, 0.1), 4).is_ok());
+        // A release needs no catching up: the task runs again as it was.
+        let released = ledger.settle(RunEnd::Released, 0).unwrap();
+        assert_eq!(released.requeue[0].skip, 4);
+    }
+
+    #[test]
+    fn settlements() {
+        let ledger = Ledger::new(Work::new(task(&[2], 0, ALL, 0.5)));
+        let done = ledger.settle(RunEnd::Exhausted, 0).unwrap();
+        assert_eq!(done.finished_weight, 0.5);
+        let checkpoint = ledger
+            .settle(
+                RunEnd::Checkpointed(vec![task(&[2, 0, 1], 0, ALL, 0.1), task(&[2], 3, 5, 0.2)]),
+                0,
+            )
+            .unwrap();
+        assert_eq!(checkpoint.requeue.len(), 2);
+        assert!((checkpoint.finished_weight - 0.2).abs() < 1e-12);
+        assert!(matches!(
+            ledger.settle(RunEnd::Checkpointed(vec![task(&[2], 1, 2, 0.6)]), 0),
+            Err(LedgerError::Weight { .. })
+        ));
+        let stopped = ledger.settle(RunEnd::Stopped(Stop::NodeLimit), 0).unwrap();
+        assert_eq!(stopped.stop, Some(Stop::NodeLimit));
+        let failed = ledger.settle(RunEnd::Failed("boom".into()), 0).unwrap();
+        assert_eq!(failed.failure.as_deref(), Some("boom"));
+        let mut lost = ledger.lose(1);
+        assert!(lost.requeue.is_empty() && lost.lost);
+        assert!(lost
+            .failure
+            .take()
+            .unwrap()
+            .contains("lost with its worker 1 times"));
+    }
+}

@@ -1,0 +1,38 @@
+//! Running one task: the layer between the engine and every way of running
+//! a search.
+//!
+//! The CLI, [`crate::puzzles::solve`], the pool's threads and remote workers
+//! all run tasks through [`run_task`], and the pool and the coordinator both
+//! keep each run's books with a [`Ledger`]. What a way of running differs in
+//! (where solutions go, what it asks of a run, whether its reports can be
+//! trusted) is the [`Port`] it hands in; everything else is here, once:
+//!
+//! - **Skip and catch-up.** A task run again after its worker was lost finds
+//!   the solutions delivered before once more; they are dropped, and no work
+//!   leaves the run (give-away, checkpoint) before it has caught up with them,
+//!   so the solution indices of the task stay the same on every run.
+//! - **Side conditions.** Conditions that exact cover cannot express
+//!   (connected cells, one loop) prune partial solutions and filter complete
+//!   ones, through one trait, [`SideCondition`], that encoded puzzles
+//!   implement.
+//! - **Batching.** Solutions (or, when only counts are wanted, their number)
+//!   go out in batches that carry the index of their first solution in the
+//!   task's order.
+//! - **Controls.** What a transport asks at a poll ([`Control`]) becomes the
+//!   engine's request, deferred or refused as catch-up and backpressure
+//!   demand.
+//! - **How a run ended**: one type, [`RunEnd`].
+//!
+//! Like [`crate::xcc`], this layer is synchronous and does no I/O: no async
+//! runtime, no network.
+
+mod condition;
+mod ledger;
+mod runner;
+
+pub use condition::SideCondition;
+pub use ledger::{verify_solution, Ledger, LedgerError, Settlement, Work};
+pub use runner::{run_task, Batch, Control, Port, RunEnd, RunReport, RunSpec, Stop, Taken};
+
+/// One solution as it travels: the chosen option indices, ascending.
+pub type SolutionIndices = Vec<u32>;

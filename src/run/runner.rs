@@ -1,0 +1,793 @@
+//! [`run_task`]: one task, from the engine's callbacks to a transport's
+//! [`Port`].
+
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{SideCondition, SolutionIndices};
+use crate::xcc::{
+    Flow, Problem, ProgressView, Request, RunConfig, SolutionView, Solver, Stats, Status, Task,
+    Visitor,
+};
+
+/// How one run of a task goes.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// Solutions of the task that earlier runs delivered: they are found
+    /// again but not delivered, and no work leaves the run before it has
+    /// found them (see the module's documentation).
+    pub skip: u64,
+    /// Deliver at most this many solutions, then stop.
+    pub limit: Option<u64>,
+    /// Explore at most this many nodes, then stop.
+    pub max_nodes: Option<u64>,
+    /// Deliver each solution's options, or only how many there are.
+    pub want_solutions: bool,
+    /// Most solutions in one batch.
+    pub batch_size: usize,
+    /// How long found solutions may wait for a full batch before they are
+    /// delivered anyway (looked at every poll): zero delivers at every poll.
+    pub max_delay: Duration,
+    /// Nodes between two polls of the port.
+    pub poll_interval: u64,
+    /// Count the nodes of each level ([`Stats::profile`]).
+    pub profile: bool,
+    /// Set from elsewhere to stop the run within `poll_interval` nodes.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+impl Default for RunSpec {
+    fn default() -> Self {
+        RunSpec {
+            skip: 0,
+            limit: None,
+            max_nodes: None,
+            want_solutions: true,
+            batch_size: 256,
+            max_delay: Duration::ZERO,
+            poll_interval: 4096,
+            profile: false,
+            stop: None,
+        }
+    }
+}
+
+/// Solutions on their way out of a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Batch {
+    /// The index, in the task's own solution order, of the first solution.
+    pub first: u64,
+    /// How many solutions the batch stands for.
+    pub count: u64,
+    /// Their options, when the run delivers them (else empty).
+    pub solutions: Vec<SolutionIndices>,
+}
+
+/// What a port did with a batch.
+#[derive(Debug)]
+pub enum Taken {
+    /// Delivered.
+    All,
+    /// No room now: the run keeps the batch, offers it again at its next
+    /// poll and, as soon as it may, checkpoints to free its thread.
+    Refused(Batch),
+    /// Delivered as far as wanted (a limit was reached, or the consumer is
+    /// gone): the run stops.
+    Stop,
+}
+
+/// What a transport asks of a run when it polls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    Continue,
+    /// Give part of the remaining work away (someone is idle). Advice: a
+    /// run that has not caught up with its skip ignores it.
+    GiveAway,
+    /// Stop and hand back all the remaining work (time slice, draining);
+    /// deferred until the run has caught up.
+    Checkpoint,
+    /// Hand the work back as soon as possible: a checkpoint when caught
+    /// up, else stop at once and have the task run again as it was.
+    Release,
+    /// Stop; the remaining work is not wanted.
+    Stop,
+}
+
+/// Where a run's results go, and who tells it what to do: the one thing
+/// each way of running a task provides.
+pub trait Port {
+    /// Takes a batch. `force` is set when the run has ended: the batch
+    /// must then be taken whatever the room.
+    fn deliver(&mut self, batch: Batch, force: bool) -> Taken;
+    /// Called every `poll_interval` nodes.
+    fn control(&mut self, progress: &ProgressView<'_>) -> Control;
+    /// Part of the task now belongs to `task` (after a [`Control::GiveAway`];
+    /// the solutions found before it were offered first). `found`: the
+    /// solutions the run had found, the skipped ones included.
+    fn given_away(&mut self, task: Task, found: u64);
+}
+
+/// Why a run stopped before exploring its task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The port or the stop flag asked.
+    Asked,
+    /// The run delivered [`RunSpec::limit`] solutions.
+    SolutionLimit,
+    /// The run explored [`RunSpec::max_nodes`] nodes.
+    NodeLimit,
+}
+
+/// How a run ended: the one type for it, whatever ran the task.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEnd {
+    /// Every alternative of the task was explored.
+    Exhausted,
+    /// Stopped with its unexplored work, as tasks in search order.
+    Checkpointed(Vec<Task>),
+    /// Stopped; the unexplored work is dropped.
+    Stopped(Stop),
+    /// Stopped before it had caught up with its skip: the task runs again
+    /// as it was.
+    Released,
+    /// The task cannot be run (it names no node of the tree), or the run
+    /// panicked: the job fails with this message.
+    Failed(String),
+}
+
+/// A run's end and statistics, and its solutions: how many it found (the
+/// skipped ones included) and how many new ones the port took.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    pub end: RunEnd,
+    pub stats: Stats,
+    pub found: u64,
+    pub delivered: u64,
+}
+
+/// Runs `task` of `problem` on `solver`, its solutions filtered by
+/// `condition`, reporting to `port`. A panic in the engine, the condition or
+/// the port ends the run as [`RunEnd::Failed`]; `solver` is then rebuilt,
+/// so the caller can go on using it.
+pub fn run_task<P: Port>(
+    solver: &mut Solver,
+    problem: &Problem,
+    task: &Task,
+    spec: &RunSpec,
+    condition: Option<&dyn SideCondition>,
+    port: &mut P,
+) -> RunReport {
+    let condition = condition.filter(|c| c.restricts());
+    if spec.limit == Some(0) {
+        return RunReport {
+            end: RunEnd::Stopped(Stop::SolutionLimit),
+            stats: Stats::default(),
+            found: 0,
+            delivered: 0,
+        };
+    }
+    let config = RunConfig {
+        max_solutions: None,
+        max_nodes: spec.max_nodes,
+        poll_interval: spec.poll_interval.max(1),
+        profile: spec.profile,
+        stop: spec.stop.clone(),
+        check_partial: condition.is_some_and(|c| c.prunes()),
+    };
+    let mut driver = Driver {
+        port,
+        condition,
+        spec,
+        batch_size: spec.batch_size.max(1),
+        options: Vec::new(),
+        found: 0,
+        delivered: 0,
+        batch: Batch::default(),
+        last_delivery: Instant::now(),
+        refused: false,
+        checkpoint_asked: false,
+        released: false,
+        closed: false,
+        cause: None,
+    };
+    let result = catch_unwind(AssertUnwindSafe(|| solver.run(task, &config, &mut driver)));
+    let outcome = match result {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(error)) => {
+            return driver.failed(format!(
+                "task {:?} [{}..{}) cannot be run: {error}",
+                task.path,
+                task.from,
+                if task.to == crate::xcc::ALL {
+                    "end".to_string()
+                } else {
+                    task.to.to_string()
+                }
+            ))
+        }
+        Err(panic) => {
+            // The links are wherever the panic left them.
+            *solver = Solver::with_layout(problem, solver.layout());
+            return driver.failed(format!("the search panicked: {}", panic_text(&*panic)));
+        }
+    };
+    let taken = catch_unwind(AssertUnwindSafe(|| driver.deliver(true)));
+    if let Err(panic) = taken {
+        return driver.failed(format!(
+            "delivering solutions panicked: {}",
+            panic_text(&*panic)
+        ));
+    }
+    let end = match outcome.status {
+        Status::Exhausted => RunEnd::Exhausted,
+        Status::Checkpointed => RunEnd::Checkpointed(outcome.remaining),
+        Status::NodeLimit => RunEnd::Stopped(Stop::NodeLimit),
+        Status::SolutionLimit => RunEnd::Stopped(Stop::SolutionLimit),
+        Status::Stopped if driver.released => RunEnd::Released,
+        Status::Stopped => RunEnd::Stopped(driver.cause.unwrap_or(Stop::Asked)),
+    };
+    RunReport {
+        end,
+        stats: outcome.stats,
+        found: driver.found,
+        delivered: driver.delivered,
+    }
+}
+
+/// The text of a panic's payload.
+fn panic_text(payload: &(dyn Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_string())
+}
+
+/// The engine's visitor for one run.
+struct Driver<'a, P: Port> {
+    port: &'a mut P,
+    condition: Option<&'a dyn SideCondition>,
+    spec: &'a RunSpec,
+    batch_size: usize,
+    /// Scratch space for option indices.
+    options: Vec<usize>,
+    /// Accepted solutions found by this run, the skipped ones included.
+    found: u64,
+    /// New solutions the port has taken.
+    delivered: u64,
+    /// Found, not yet taken.
+    batch: Batch,
+    last_delivery: Instant,
+    /// The port had no room for the batch.
+    refused: bool,
+    /// A checkpoint was asked before the run could make one.
+    checkpoint_asked: bool,
+    /// Asked to release before catching up.
+    released: bool,
+    /// The port wants no more solutions.
+    closed: bool,
+    /// Why the run is stopping, when it decided to.
+    cause: Option<Stop>,
+}
+
+impl<P: Port> Driver<'_, P> {
+    fn caught_up(&self) -> bool {
+        self.found >= self.spec.skip
+    }
+
+    fn failed(&self, message: String) -> RunReport {
+        RunReport {
+            end: RunEnd::Failed(message),
+            stats: Stats::default(),
+            found: self.found,
+            delivered: self.delivered,
+        }
+    }
+
+    /// Offers the pending solutions to the port, in batches of at most
+    /// `batch_size`. Returns false once the port wants no more.
+    fn deliver(&mut self, force: bool) -> bool {
+        while self.batch.count > 0 {
+            if self.closed {
+                self.batch = Batch::default();
+                break;
+            }
+            let chunk = if self.batch.solutions.len() > self.batch_size {
+                let rest = self.batch.solutions.split_off(self.batch_size);
+                let n = self.batch_size as u64;
+                let chunk = Batch {
+                    first: self.batch.first,
+                    count: n,
+                    solutions: std::mem::replace(&mut self.batch.solutions, rest),
+                };
+                self.batch.first += n;
+                self.batch.count -= n;
+                chunk
+            } else {
+                std::mem::take(&mut self.batch)
+            };
+            let n = chunk.count;
+            match self.port.deliver(chunk, force) {
+                Taken::All => self.delivered += n,
+                Taken::Refused(mut chunk) => {
+                    chunk.count += self.batch.count;
+                    chunk.solutions.append(&mut self.batch.solutions);
+                    self.batch = chunk;
+                    self.refused = true;
+                    return true;
+                }
+                Taken::Stop => {
+                    self.closed = true;
+                    self.cause.get_or_insert(Stop::Asked);
+                }
+            }
+        }
+        self.refused = false;
+        self.last_delivery = Instant::now();
+        !self.closed
+    }
+}
+
+impl<P: Port> Visitor for Driver<'_, P> {
+    fn solution(&mut self, solution: &SolutionView<'_>) -> Flow {
+        if let Some(condition) = self.condition {
+            solution.options_into(&mut self.options);
+            if !condition.accept(&self.options) {
+                return Flow::Reject;
+            }
+        }
+        let index = self.found;
+        self.found += 1;
+        if index < self.spec.skip {
+            return Flow::Continue;
+        }
+        if self.closed {
+            return Flow::Stop;
+        }
+        if self.batch.count == 0 {
+            self.batch.first = index;
+        }
+        self.batch.count += 1;
+        if self.spec.want_solutions {
+            if self.condition.is_none() {
+                solution.options_into(&mut self.options);
+            }
+            self.batch
+                .solutions
+                .push(self.options.iter().map(|&o| o as u32).collect());
+        }
+        if self
+            .spec
+            .limit
+            .is_some_and(|limit| self.found - self.spec.skip >= limit)
+        {
+            // Delivered when the run ends.
+            self.cause = Some(Stop::SolutionLimit);
+            return Flow::Stop;
+        }
+        if !self.refused && self.batch.count >= self.batch_size as u64 && !self.deliver(false) {
+            return Flow::Stop;
+        }
+        Flow::Continue
+    }
+
+    fn poll(&mut self, progress: &ProgressView<'_>) -> Request {
+        if self.batch.count > 0
+            && (self.refused || self.last_delivery.elapsed() >= self.spec.max_delay)
+            && !self.deliver(false)
+        {
+            return Request::Stop;
+        }
+        let caught_up = self.caught_up();
+        let request = match self.port.control(progress) {
+            Control::Stop => return Request::Stop,
+            Control::Release if !caught_up => {
+                self.released = true;
+                return Request::Stop;
+            }
+            Control::Release | Control::Checkpoint => {
+                self.checkpoint_asked = true;
+                Request::Continue
+            }
+            Control::GiveAway if caught_up && !self.refused => Request::GiveAway,
+            Control::GiveAway | Control::Continue => Request::Continue,
+        };
+        if caught_up && (self.checkpoint_asked || self.refused) {
+            return Request::Checkpoint;
+        }
+        request
+    }
+
+    fn given_away(&mut self, task: Task) {
+        // Reports stay in search order: the solutions found before the cut
+        // go out first.
+        self.deliver(false);
+        self.port.given_away(task, self.found);
+    }
+
+    fn partial(&mut self, chosen: &SolutionView<'_>) -> bool {
+        match self.condition {
+            Some(condition) => {
+                chosen.options_into(&mut self.options);
+                condition.accept_partial(&self.options)
+            }
+            None => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::xcc::{dlx_format, Collect, ALL};
+
+    /// The n queens problem: rows and columns primary, diagonals secondary.
+    fn queens(n: usize) -> Problem {
+        let mut text = String::new();
+        for i in 0..n {
+            text.push_str(&format!("R{i} C{i} "));
+        }
+        text.push('|');
+        for d in 0..2 * n - 1 {
+            text.push_str(&format!(" A{d} B{d}"));
+        }
+        text.push('\n');
+        for r in 0..n {
+            for c in 0..n {
+                text.push_str(&format!("R{r} C{c} A{} B{}\n", r + c, r + n - 1 - c));
+            }
+        }
+        dlx_format::parse(&text).unwrap()
+    }
+
+    fn unsplit(problem: &Problem) -> Vec<Vec<usize>> {
+        let mut collect = Collect::default();
+        Solver::new(problem)
+            .run(&Task::root(), &RunConfig::default(), &mut collect)
+            .unwrap();
+        collect.solutions
+    }
+
+    /// A port that keeps everything and answers polls from a script.
+    #[derive(Default)]
+    struct Script {
+        batches: Vec<Batch>,
+        given: Vec<(Task, u64)>,
+        /// What to answer at each poll (then Continue).
+        controls: Vec<Control>,
+        polls: usize,
+        /// Refuse this many unforced deliveries.
+        refuse: usize,
+        forced: usize,
+    }
+
+    impl Script {
+        fn solutions(&self) -> Vec<Vec<usize>> {
+            self.batches
+                .iter()
+                .flat_map(|b| b.solutions.iter())
+                .map(|s| s.iter().map(|&o| o as usize).collect())
+                .collect()
+        }
+        /// The batches' indices follow each other from `first`.
+        fn check_indices(&self, mut first: u64) {
+            for b in &self.batches {
+                assert_eq!(b.first, first, "batches in order, without gaps");
+                assert!(b.solutions.is_empty() || b.solutions.len() as u64 == b.count);
+                first += b.count;
+            }
+        }
+    }
+
+    impl Port for Script {
+        fn deliver(&mut self, batch: Batch, force: bool) -> Taken {
+            if force {
+                self.forced += 1;
+            } else if self.refuse > 0 {
+                self.refuse -= 1;
+                return Taken::Refused(batch);
+            }
+            if batch.count > 0 {
+                self.batches.push(batch);
+            }
+            Taken::All
+        }
+        fn control(&mut self, _progress: &ProgressView<'_>) -> Control {
+            self.polls += 1;
+            self.controls
+                .get(self.polls - 1)
+                .copied()
+                .unwrap_or(Control::Continue)
+        }
+        fn given_away(&mut self, task: Task, found: u64) {
+            self.given.push((task, found));
+        }
+    }
+
+    fn spec(skip: u64) -> RunSpec {
+        RunSpec {
+            skip,
+            batch_size: 3,
+            poll_interval: 1,
+            ..RunSpec::default()
+        }
+    }
+
+    fn run(
+        problem: &Problem,
+        spec: &RunSpec,
+        condition: Option<&dyn SideCondition>,
+        port: &mut Script,
+    ) -> RunReport {
+        run_task(
+            &mut Solver::new(problem),
+            problem,
+            &Task::root(),
+            spec,
+            condition,
+            port,
+        )
+    }
+
+    #[test]
+    fn skipped_solutions_are_found_again_but_not_delivered() {
+        let problem = queens(6);
+        let all = unsplit(&problem);
+        assert_eq!(all.len(), 4);
+        for skip in 0..=5 {
+            let mut port = Script::default();
+            let report = run(&problem, &spec(skip), None, &mut port);
+            assert_eq!(report.end, RunEnd::Exhausted);
+            assert_eq!(report.found, 4);
+            let skip = (skip as usize).min(4);
+            assert_eq!(port.solutions(), all[skip..].to_vec());
+            assert_eq!(report.delivered, (4 - skip) as u64);
+            port.check_indices(skip as u64);
+        }
+    }
+
+    /// The solutions of `tasks`, each run apart.
+    fn solutions_of<'a>(
+        problem: &Problem,
+        tasks: impl Iterator<Item = &'a Task>,
+    ) -> Vec<Vec<usize>> {
+        let mut all = Vec::new();
+        for task in tasks {
+            let mut c = Collect::default();
+            Solver::new(problem)
+                .run(task, &RunConfig::default(), &mut c)
+                .unwrap();
+            all.extend(c.solutions);
+        }
+        all
+    }
+
+    #[test]
+    fn nothing_leaves_a_run_before_it_caught_up() {
+        let problem = queens(8);
+        let all = unsplit(&problem);
+        let mut expected = all[50..].to_vec();
+        expected.sort();
+        // Asked to give away every 20 polls, with 50 to skip: the asks
+        // before the 50th solution was found again are ignored, the later
+        // ones are not.
+        let mut port = Script {
+            controls: (0..3000)
+                .map(|i| {
+                    if i % 20 == 19 {
+                        Control::GiveAway
+                    } else {
+                        Control::Continue
+                    }
+                })
+                .collect(),
+            ..Script::default()
+        };
+        let report = run(&problem, &spec(50), None, &mut port);
+        assert_eq!(report.end, RunEnd::Exhausted);
+        assert!(
+            !port.given.is_empty(),
+            "no give-away at all: nothing tested"
+        );
+        assert!(
+            port.given.iter().all(|&(_, found)| found >= 50),
+            "{:?}",
+            port.given
+        );
+        let mut got = port.solutions();
+        got.extend(solutions_of(&problem, port.given.iter().map(|(t, _)| t)));
+        got.sort();
+        assert_eq!(got, expected);
+        // A checkpoint asked early waits until the run has caught up.
+        let mut port = Script {
+            controls: vec![Control::Continue, Control::Checkpoint],
+            ..Script::default()
+        };
+        let report = run(&problem, &spec(50), None, &mut port);
+        let RunEnd::Checkpointed(remaining) = report.end else {
+            panic!("expected a checkpoint, got {:?}", report.end)
+        };
+        assert!(report.found >= 50 && report.found < 92, "{}", report.found);
+        assert!(port.polls > 100, "the checkpoint came at once");
+        let mut got = port.solutions();
+        got.extend(solutions_of(&problem, remaining.iter()));
+        got.sort();
+        assert_eq!(got, expected);
+        // A release before catching up stops at once and asks for a rerun.
+        let mut port = Script {
+            controls: vec![Control::Release],
+            ..Script::default()
+        };
+        let report = run(&problem, &spec(50), None, &mut port);
+        assert_eq!(report.end, RunEnd::Released);
+        assert!(port.batches.is_empty());
+    }
+
+    /// Accepts the solutions whose smallest option is even; prunes nothing
+    /// but counts its calls.
+    struct EvenFirst(std::sync::atomic::AtomicU64);
+    impl SideCondition for EvenFirst {
+        fn accept(&self, options: &[usize]) -> bool {
+            options[0].is_multiple_of(2)
+        }
+        fn accept_partial(&self, _options: &[usize]) -> bool {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            true
+        }
+        fn prunes(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn the_side_condition_filters_complete_solutions_and_sees_partial_ones() {
+        let problem = queens(8);
+        let all = unsplit(&problem);
+        let even: Vec<Vec<usize>> = all.iter().filter(|s| s[0].is_multiple_of(2)).cloned().collect();
+        assert!(!even.is_empty() && even.len() < all.len());
+        let condition = EvenFirst(Default::default());
+        let mut port = Script::default();
+        let report = run(&problem, &spec(2), Some(&condition), &mut port);
+        assert_eq!(report.end, RunEnd::Exhausted);
+        // Skips count accepted solutions only.
+        assert_eq!(port.solutions(), even[2..].to_vec());
+        assert_eq!(report.found, even.len() as u64);
+        assert!(condition.0.load(std::sync::atomic::Ordering::SeqCst) > 0);
+    }
+
+    #[test]
+    fn limits_stop_the_run_and_say_which() {
+        let problem = queens(8);
+        let all = unsplit(&problem);
+        let mut port = Script::default();
+        let limited = RunSpec {
+            limit: Some(7),
+            ..spec(3)
+        };
+        let report = run(&problem, &limited, None, &mut port);
+        assert_eq!(report.end, RunEnd::Stopped(Stop::SolutionLimit));
+        assert_eq!(port.solutions(), all[3..10].to_vec());
+        let nodes = RunSpec {
+            max_nodes: Some(100),
+            ..spec(0)
+        };
+        let report = run(&problem, &nodes, None, &mut Script::default());
+        assert_eq!(report.end, RunEnd::Stopped(Stop::NodeLimit));
+        assert_eq!(report.stats.nodes, 100);
+        let report = run(
+            &problem,
+            &RunSpec {
+                limit: Some(0),
+                ..spec(0)
+            },
+            None,
+            &mut Script::default(),
+        );
+        assert_eq!(report.end, RunEnd::Stopped(Stop::SolutionLimit));
+    }
+
+    #[test]
+    fn a_refused_batch_is_kept_and_the_run_checkpoints() {
+        let problem = queens(8);
+        let all = unsplit(&problem);
+        let mut port = Script {
+            refuse: 1,
+            ..Script::default()
+        };
+        let report = run(&problem, &spec(0), None, &mut port);
+        let RunEnd::Checkpointed(remaining) = report.end else {
+            panic!("expected a checkpoint, got {:?}", report.end)
+        };
+        assert_eq!(port.forced, 1, "the kept batch goes out when the run ends");
+        port.check_indices(0);
+        let mut got = port.solutions();
+        got.extend(solutions_of(&problem, remaining.iter()));
+        assert_eq!(got, all, "the kept batch, then the rest, in order");
+        assert!(port.batches.iter().all(|b| b.count <= 3));
+    }
+
+    #[test]
+    fn counts_only_deliver_counts() {
+        let problem = queens(8);
+        let mut port = Script::default();
+        let counts = RunSpec {
+            want_solutions: false,
+            batch_size: usize::MAX,
+            ..spec(5)
+        };
+        let report = run(&problem, &counts, None, &mut port);
+        assert_eq!(report.end, RunEnd::Exhausted);
+        assert!(port.batches.iter().all(|b| b.solutions.is_empty()));
+        port.check_indices(5);
+        assert_eq!(port.batches.iter().map(|b| b.count).sum::<u64>(), 87);
+    }
+
+    /// Panics after a number of partial checks.
+    struct Bomb(std::sync::atomic::AtomicU64);
+    impl SideCondition for Bomb {
+        fn accept_partial(&self, _options: &[usize]) -> bool {
+            if self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+                panic!("a bug in a side condition");
+            }
+            true
+        }
+        fn prunes(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_panic_fails_the_run_and_leaves_the_solver_usable() {
+        let problem = queens(8);
+        let mut solver = Solver::new(&problem);
+        let bomb = Bomb(std::sync::atomic::AtomicU64::new(500));
+        let mut port = Script::default();
+        let report = run_task(
+            &mut solver,
+            &problem,
+            &Task::root(),
+            &spec(0),
+            Some(&bomb),
+            &mut port,
+        );
+        let RunEnd::Failed(message) = report.end else {
+            panic!("expected a failure, got {:?}", report.end)
+        };
+        assert!(message.contains("a bug in a side condition"), "{message}");
+        let mut port = Script::default();
+        let report = run_task(
+            &mut solver,
+            &problem,
+            &Task::root(),
+            &spec(0),
+            None,
+            &mut port,
+        );
+        assert_eq!(report.end, RunEnd::Exhausted);
+        assert_eq!(port.solutions(), unsplit(&problem));
+        // A task that names no node fails too, with its path.
+        let bad = Task {
+            path: vec![9, 9],
+            from: 0,
+            to: ALL,
+            weight: 1.0,
+            cuts: Vec::new(),
+        };
+        let report = run_task(
+            &mut solver,
+            &problem,
+            &bad,
+            &spec(0),
+            None,
+            &mut Script::default(),
+        );
+        assert!(
+            matches!(report.end, RunEnd::Failed(ref m) if m.contains("[9, 9]")),
+            "{:?}",
+            report.end
+        );
+    }
+}
