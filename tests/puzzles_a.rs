@@ -1,6 +1,6 @@
 //! Latin squares, futoshiki, sudoku and queens: every encoding against an
-//! independent brute-force solver written here (plain backtracking over
-//! cells with the puzzle's rules, no XCC), known counts, bad input through
+//! independent brute-force solver (in `tests/common`: plain backtracking
+//! over cells with the puzzle's rules, no XCC), known counts, bad input through
 //! the library and the binary, and generated puzzles.
 //!
 //! Solutions are compared through their printed form: the decoded text is
@@ -16,104 +16,11 @@ use xccd::puzzles::latin::LatinPuzzle;
 use xccd::puzzles::sudoku::Sudoku;
 use xccd::puzzles::{queens, solve, Encoded};
 
-type Grid = Vec<Vec<usize>>;
-type Cell = (usize, usize);
-/// Inequality clues: (smaller cell, larger cell).
-type Less = [(Cell, Cell)];
+mod common;
 
-// ----- an independent random source -----
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-    fn permutation(&mut self, n: usize) -> Vec<usize> {
-        let mut p: Vec<usize> = (0..n).collect();
-        for i in (1..n).rev() {
-            p.swap(i, self.below(i + 1));
-        }
-        p
-    }
-}
-
-/// A random latin square: the cyclic square with rows, columns and symbols
-/// permuted, then randomized further by a brute-force random completion
-/// of a few of its cells (so not only isotopes of the cyclic group occur).
-fn random_square(n: usize, rng: &mut Rng) -> Grid {
-    let (pr, pc, ps) = (rng.permutation(n), rng.permutation(n), rng.permutation(n));
-    let cyclic: Grid = (0..n)
-        .map(|r| (0..n).map(|c| ps[(pr[r] + pc[c]) % n] + 1).collect())
-        .collect();
-    // Keep a random first row only and take a random completion.
-    let mut givens = vec![vec![0; n]; n];
-    givens[0] = cyclic[0].clone();
-    let all = brute_latin(n, &givens, 2000);
-    all[rng.below(all.len())].clone()
-}
-
-// ----- brute force: latin squares -----
-
-/// Every completion of `givens` (0 = empty) to a latin square, up to `cap`.
-fn brute_latin(n: usize, givens: &[Vec<usize>], cap: usize) -> Vec<Grid> {
-    brute(n, givens, &[], cap)
-}
-
-/// Every latin square completing `givens` with `small < big` for every
-/// pair of cells in `less` (cells as (row, column)), up to `cap`.
-fn brute(n: usize, givens: &[Vec<usize>], less: &Less, cap: usize) -> Vec<Grid> {
-    fn go(
-        k: usize,
-        n: usize,
-        grid: &mut Grid,
-        givens: &[Vec<usize>],
-        less: &Less,
-        out: &mut Vec<Grid>,
-        cap: usize,
-    ) {
-        if out.len() >= cap {
-            return;
-        }
-        if k == n * n {
-            out.push(grid.clone());
-            return;
-        }
-        let (r, c) = (k / n, k % n);
-        for v in 1..=n {
-            if givens[r][c] != 0 && givens[r][c] != v {
-                continue;
-            }
-            if (0..c).any(|j| grid[r][j] == v) || (0..r).any(|i| grid[i][c] == v) {
-                continue;
-            }
-            grid[r][c] = v;
-            // Clues whose cells are both filled now (row-major order).
-            let done = |(i, j): (usize, usize)| i * n + j <= k;
-            let ok = less
-                .iter()
-                .all(|&(a, b)| !(done(a) && done(b)) || grid[a.0][a.1] < grid[b.0][b.1]);
-            if ok {
-                go(k + 1, n, grid, givens, less, out, cap);
-            }
-            grid[r][c] = 0;
-        }
-    }
-    let mut out = Vec::new();
-    let mut grid = vec![vec![0; n]; n];
-    go(0, n, &mut grid, givens, less, &mut out, cap);
-    out
-}
+use common::futoshiki::{consistent_futoshiki, random_futoshiki, Fut};
+use common::latin::{brute, brute_latin, latin_text, random_square, Grid, Less};
+use common::Rng;
 
 /// An independent check of the latin rules, givens and inequalities.
 fn obeys(n: usize, grid: &Grid, givens: &[Vec<usize>], less: &Less) -> bool {
@@ -179,22 +86,6 @@ fn all_solutions(e: &dyn Encoded, read: fn(&str) -> Grid) -> (BTreeSet<Grid>, u6
 
 // ----- latin squares -----
 
-fn latin_text(givens: &[Vec<usize>], rng: &mut Rng) -> String {
-    let mut out = String::new();
-    for row in givens {
-        let cells: Vec<String> = row
-            .iter()
-            .map(|&v| if v == 0 { ".".into() } else { v.to_string() })
-            .collect();
-        out.push_str(&cells.join(if rng.chance(30) { "  " } else { " " }));
-        out.push_str(if rng.chance(20) { " \n" } else { "\n" });
-        if rng.chance(10) {
-            out.push('\n');
-        }
-    }
-    out
-}
-
 #[test]
 fn latin_known_counts() {
     for (n, count) in [(1, 1), (2, 2), (3, 12), (4, 576), (5, 161_280)] {
@@ -217,7 +108,7 @@ fn latin_all_squares_of_order_4_are_latin_and_distinct() {
 
 #[test]
 fn latin_random_partial_grids_match_brute_force() {
-    let mut rng = Rng(0x1a71_5eed);
+    let mut rng = Rng::new(0x1a71_5eed);
     let mut checked = 0;
     let mut with_solutions = 0;
     for round in 0..300 {
@@ -261,145 +152,6 @@ fn latin_random_partial_grids_match_brute_force() {
 
 // ----- futoshiki -----
 
-/// A futoshiki as the tests know it: digits (0 = empty), `h[r][c]` the sign
-/// between (r, c) and (r, c+1), `v[r][c]` between (r, c) and (r+1, c):
-/// -1 for "first < second", 1 for "first > second", 0 for none.
-#[derive(Clone, Debug)]
-struct Fut {
-    n: usize,
-    digits: Vec<Vec<usize>>,
-    h: Vec<Vec<i8>>,
-    v: Vec<Vec<i8>>,
-}
-
-impl Fut {
-    fn empty(n: usize) -> Fut {
-        Fut {
-            n,
-            digits: vec![vec![0; n]; n],
-            h: vec![vec![0; n - 1]; n],
-            v: vec![vec![0; n]; n - 1],
-        }
-    }
-
-    /// The clues as (smaller cell, larger cell).
-    fn less(&self) -> Vec<(Cell, Cell)> {
-        let mut out = Vec::new();
-        for r in 0..self.n {
-            for c in 0..self.n {
-                if c + 1 < self.n {
-                    match self.h[r][c] {
-                        -1 => out.push(((r, c), (r, c + 1))),
-                        1 => out.push(((r, c + 1), (r, c))),
-                        _ => {}
-                    }
-                }
-                if r + 1 < self.n {
-                    match self.v[r][c] {
-                        -1 => out.push(((r, c), (r + 1, c))),
-                        1 => out.push(((r + 1, c), (r, c))),
-                        _ => {}
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    /// The text format, with random harmless variations (relation lines
-    /// left out or blank, trailing spaces).
-    fn text(&self, rng: &mut Rng) -> String {
-        let n = self.n;
-        let mut out = String::new();
-        for r in 0..n {
-            for c in 0..n {
-                if c > 0 {
-                    out.push(match self.h[r][c - 1] {
-                        -1 => '<',
-                        1 => '>',
-                        _ => ' ',
-                    });
-                }
-                match self.digits[r][c] {
-                    0 => out.push('.'),
-                    d => out.push_str(&d.to_string()),
-                }
-            }
-            if rng.chance(15) {
-                out.push_str("  ");
-            }
-            out.push('\n');
-            if r + 1 < n {
-                let line: String = (0..2 * n - 1)
-                    .map(|j| {
-                        if j % 2 == 1 {
-                            ' '
-                        } else {
-                            match self.v[r][j / 2] {
-                                -1 => '^',
-                                1 => 'v',
-                                _ => ' ',
-                            }
-                        }
-                    })
-                    .collect();
-                let trimmed = line.trim_end();
-                if !trimmed.is_empty() || rng.chance(50) {
-                    out.push_str(if rng.chance(20) { &line } else { trimmed });
-                    out.push('\n');
-                }
-            }
-        }
-        out
-    }
-}
-
-/// Random clues true of a random latin square.
-fn consistent_futoshiki(n: usize, rng: &mut Rng) -> Fut {
-    let square = random_square(n, rng);
-    let mut f = Fut::empty(n);
-    let (pd, pw) = (rng.below(25), 20 + rng.below(50));
-    for r in 0..n {
-        for c in 0..n {
-            if rng.chance(pd) {
-                f.digits[r][c] = square[r][c];
-            }
-            let sign = |a: usize, b: usize| if a < b { -1 } else { 1 };
-            if c + 1 < n && rng.chance(pw) {
-                f.h[r][c] = sign(square[r][c], square[r][c + 1]);
-            }
-            if r + 1 < n && rng.chance(pw) {
-                f.v[r][c] = sign(square[r][c], square[r + 1][c]);
-            }
-        }
-    }
-    f
-}
-
-/// Fully random clues (often contradictory).
-fn random_futoshiki(n: usize, rng: &mut Rng) -> Fut {
-    let mut f = Fut::empty(n);
-    let sign = |rng: &mut Rng| match rng.below(8) {
-        0 | 1 => -1,
-        2 | 3 => 1,
-        _ => 0,
-    };
-    for r in 0..n {
-        for c in 0..n {
-            if rng.chance(12) {
-                f.digits[r][c] = 1 + rng.below(n);
-            }
-            if c + 1 < n {
-                f.h[r][c] = sign(rng);
-            }
-            if r + 1 < n {
-                f.v[r][c] = sign(rng);
-            }
-        }
-    }
-    f
-}
-
 const ALL_ENCODINGS: [(FutoshikiEncoding, bool); 4] = [
     (FutoshikiEncoding::Pairs, true),
     (FutoshikiEncoding::Colors, true),
@@ -409,7 +161,7 @@ const ALL_ENCODINGS: [(FutoshikiEncoding, bool); 4] = [
 
 #[test]
 fn futoshiki_random_puzzles_match_brute_force_in_every_encoding() {
-    let mut rng = Rng(0xf070_5b1c);
+    let mut rng = Rng::new(0xf070_5b1c);
     let (mut solvable, mut unsolvable, mut unique) = (0, 0, 0);
     for round in 0..400 {
         let n = if round % 2 == 0 { 4 } else { 5 };
@@ -459,7 +211,7 @@ fn futoshiki_random_puzzles_match_brute_force_in_every_encoding() {
 fn futoshiki_domains_keep_every_solution() {
     // The pruned encoding is checked above; here the domains themselves:
     // every brute-force solution's values lie in them.
-    let mut rng = Rng(0xd0_3a15);
+    let mut rng = Rng::new(0xd0_3a15);
     for round in 0..200 {
         let n = 4 + round % 2;
         let f = consistent_futoshiki(n, &mut rng);
@@ -675,7 +427,7 @@ fn sudoku_4x4_random_grids_match_brute_force() {
             set.len() == 4
         })
     };
-    let mut rng = Rng(0x5d0c_0404);
+    let mut rng = Rng::new(0x5d0c_0404);
     for _ in 0..200 {
         let mut givens = vec![vec![0; 4]; 4];
         for row in givens.iter_mut() {
@@ -709,7 +461,7 @@ fn sudoku_16x16_in_tokens() {
                 .collect()
         })
         .collect();
-    let mut rng = Rng(16);
+    let mut rng = Rng::new(16);
     let text: String = solved
         .iter()
         .map(|row| {

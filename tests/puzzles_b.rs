@@ -1,5 +1,5 @@
 //! Hitori, hidato and slitherlink: every encoding against a brute-force
-//! solver written here (no XCC), on many random small puzzles; decoded
+//! solver (in `tests/common`, no XCC), on many random small puzzles; decoded
 //! solutions against independent checkers; pruning against no pruning;
 //! generators; bad inputs. `cargo test --profile ci --test puzzles_b --
 //! --ignored --nocapture bench` prints the benchmark figures.
@@ -10,23 +10,12 @@ use std::time::Instant;
 use xccd::puzzles::{self, hidato, hitori, slitherlink, Encoded, PuzzleError};
 use xccd::xcc::{Flow, RunConfig, SolutionView, Solver, Task, Visitor};
 
-/// splitmix64, the tests' own.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
+mod common;
+
+use common::hidato::{add_givens, hidato_brute, hidato_text, random_board, Board};
+use common::hitori::{hitori_brute, hitori_text, random_hitori};
+use common::slitherlink::{random_slither, slither_brute, slither_text, Grid};
+use common::Rng;
 
 /// All accepted solutions of an encoding, decoded, with or without the
 /// pruning hook (running the engine directly).
@@ -99,107 +88,6 @@ fn assert_error(result: Result<Box<dyn Encoded>, PuzzleError>, line: usize, colu
 
 // ---------------------------------------------------------------- hitori
 
-/// Brute force: cells in row-major order, white or black, checking seeds,
-/// adjacency and repeats as it goes; connectivity at the end.
-fn hitori_brute(rows: usize, cols: usize, numbers: &[u32], weak: bool) -> BTreeSet<Vec<bool>> {
-    let n = rows * cols;
-    let seed: Vec<bool> = (0..n)
-        .map(|i| {
-            (0..n).all(|j| {
-                j == i || numbers[j] != numbers[i] || (j / cols != i / cols && j % cols != i % cols)
-            })
-        })
-        .collect();
-    fn connected(rows: usize, cols: usize, black: &[bool]) -> bool {
-        let n = rows * cols;
-        let Some(s) = (0..n).find(|&i| !black[i]) else {
-            return true;
-        };
-        let mut seen = vec![false; n];
-        seen[s] = true;
-        let mut stack = vec![s];
-        while let Some(i) = stack.pop() {
-            let mut next = Vec::new();
-            if i >= cols {
-                next.push(i - cols);
-            }
-            if i + cols < n {
-                next.push(i + cols);
-            }
-            if i % cols > 0 {
-                next.push(i - 1);
-            }
-            if i % cols + 1 < cols {
-                next.push(i + 1);
-            }
-            for j in next {
-                if !black[j] && !seen[j] {
-                    seen[j] = true;
-                    stack.push(j);
-                }
-            }
-        }
-        (0..n).all(|i| black[i] || seen[i])
-    }
-    #[allow(clippy::too_many_arguments)]
-    fn go(
-        i: usize,
-        rows: usize,
-        cols: usize,
-        numbers: &[u32],
-        seed: &[bool],
-        weak: bool,
-        black: &mut Vec<bool>,
-        out: &mut BTreeSet<Vec<bool>>,
-    ) {
-        let n = rows * cols;
-        if i == n {
-            if weak || connected(rows, cols, black) {
-                out.insert(black.clone());
-            }
-            return;
-        }
-        let (r, c) = (i / cols, i % cols);
-        // White: no earlier white equal in row or column.
-        let repeat = (0..c).any(|k| !black[r * cols + k] && numbers[r * cols + k] == numbers[i])
-            || (0..r).any(|k| !black[k * cols + c] && numbers[k * cols + c] == numbers[i]);
-        if !repeat {
-            black[i] = false;
-            go(i + 1, rows, cols, numbers, seed, weak, black, out);
-        }
-        let touches = (c > 0 && black[i - 1]) || (r > 0 && black[i - cols]);
-        if !seed[i] && !touches {
-            black[i] = true;
-            go(i + 1, rows, cols, numbers, seed, weak, black, out);
-            black[i] = false;
-        }
-    }
-    let mut out = BTreeSet::new();
-    go(
-        0,
-        rows,
-        cols,
-        numbers,
-        &seed,
-        weak,
-        &mut vec![false; n],
-        &mut out,
-    );
-    out
-}
-
-fn hitori_text(rows: usize, cols: usize, numbers: &[u32]) -> String {
-    let mut s = String::new();
-    for r in 0..rows {
-        let row: Vec<String> = (0..cols)
-            .map(|c| numbers[r * cols + c].to_string())
-            .collect();
-        s.push_str(&row.join(" "));
-        s.push('\n');
-    }
-    s
-}
-
 /// The black cells of a decoded hitori grid, checking the white numbers.
 fn hitori_mask(grid: &str, rows: usize, cols: usize, numbers: &[u32]) -> Vec<bool> {
     let tokens: Vec<&str> = grid.split_whitespace().collect();
@@ -221,38 +109,9 @@ fn hitori_mask(grid: &str, rows: usize, cols: usize, numbers: &[u32]) -> Vec<boo
         .collect()
 }
 
-fn random_hitori(rng: &mut Rng) -> (usize, usize, Vec<u32>) {
-    let rows = 1 + rng.below(5);
-    let cols = 1 + rng.below(5);
-    let max = rows.max(cols);
-    let numbers: Vec<u32> = if rng.chance(50) {
-        (0..rows * cols)
-            .map(|_| 1 + rng.below(max) as u32)
-            .collect()
-    } else {
-        // A latin-like grid with some numbers copied from the same line.
-        let shift = rng.below(max);
-        let mut v: Vec<u32> = (0..rows * cols)
-            .map(|i| ((i / cols + i % cols + shift) % max) as u32 + 1)
-            .collect();
-        for i in 0..rows * cols {
-            if rng.chance(30) {
-                let (r, c) = (i / cols, i % cols);
-                v[i] = if rng.chance(50) {
-                    v[r * cols + rng.below(cols)]
-                } else {
-                    v[rng.below(rows) * cols + c]
-                };
-            }
-        }
-        v
-    };
-    (rows, cols, numbers)
-}
-
 #[test]
 fn hitori_matches_brute_force() {
-    let mut rng = Rng(437);
+    let mut rng = Rng::new(437);
     let mut puzzles = 0;
     let mut solutions = [0usize; 2];
     for _ in 0..400 {
@@ -349,94 +208,6 @@ fn hitori_generate_is_unique_and_deterministic() {
 
 // ---------------------------------------------------------------- hidato
 
-/// A hidato board for the brute force: `None` hole, `Some(0)` blank,
-/// `Some(g)` given.
-type Board = Vec<Option<u32>>;
-
-/// Brute force: every Hamiltonian king path over the board cells that
-/// respects the givens, as filled grids (0 at holes).
-fn hidato_brute(rows: usize, cols: usize, board: &Board) -> BTreeSet<Vec<u32>> {
-    let n = board.iter().filter(|c| c.is_some()).count();
-    let mut at_given = vec![usize::MAX; n + 2];
-    for (i, c) in board.iter().enumerate() {
-        if let Some(g) = *c {
-            if g > 0 {
-                at_given[g as usize] = i;
-            }
-        }
-    }
-    #[allow(clippy::too_many_arguments)]
-    fn go(
-        k: usize,
-        at: usize,
-        n: usize,
-        rows: usize,
-        cols: usize,
-        board: &Board,
-        at_given: &[usize],
-        values: &mut Vec<u32>,
-        out: &mut BTreeSet<Vec<u32>>,
-    ) {
-        if k == n {
-            out.insert(values.clone());
-            return;
-        }
-        let (r, c) = ((at / cols) as i64, (at % cols) as i64);
-        for dr in -1..=1i64 {
-            for dc in -1..=1i64 {
-                let (rr, cc) = (r + dr, c + dc);
-                if rr < 0 || cc < 0 || rr >= rows as i64 || cc >= cols as i64 {
-                    continue;
-                }
-                let j = (rr * cols as i64 + cc) as usize;
-                let fits = match board[j] {
-                    None => false,
-                    Some(0) => at_given[k + 1] == usize::MAX,
-                    Some(g) => g as usize == k + 1,
-                };
-                if fits && values[j] == 0 {
-                    values[j] = k as u32 + 1;
-                    go(k + 1, j, n, rows, cols, board, at_given, values, out);
-                    values[j] = 0;
-                }
-            }
-        }
-    }
-    let mut out = BTreeSet::new();
-    if n == 0 {
-        return out;
-    }
-    for s in 0..board.len() {
-        let fits = match board[s] {
-            None => false,
-            Some(0) => at_given[1] == usize::MAX,
-            Some(g) => g == 1,
-        };
-        if fits {
-            let mut values = vec![0; board.len()];
-            values[s] = 1;
-            go(1, s, n, rows, cols, board, &at_given, &mut values, &mut out);
-        }
-    }
-    out
-}
-
-fn hidato_text(rows: usize, cols: usize, board: &Board) -> String {
-    let mut s = String::new();
-    for r in 0..rows {
-        let row: Vec<String> = (0..cols)
-            .map(|c| match board[r * cols + c] {
-                None => "#".to_string(),
-                Some(0) => ".".to_string(),
-                Some(g) => g.to_string(),
-            })
-            .collect();
-        s.push_str(&row.join(" "));
-        s.push('\n');
-    }
-    s
-}
-
 fn hidato_values(grid: &str, rows: usize, cols: usize) -> Vec<u32> {
     assert_eq!(grid.lines().count(), rows);
     let lens: BTreeSet<usize> = grid.lines().map(str::len).collect();
@@ -451,45 +222,17 @@ fn hidato_values(grid: &str, rows: usize, cols: usize) -> Vec<u32> {
 
 #[test]
 fn hidato_matches_brute_force() {
-    let mut rng = Rng(404);
+    let mut rng = Rng::new(404);
     let mut total = 0;
     let mut solved = 0;
     for round in 0..400 {
         let rows = 1 + rng.below(4);
         let cols = 1 + rng.below(4);
-        let mut board: Board = (0..rows * cols)
-            .map(|_| if rng.chance(20) { None } else { Some(0) })
-            .collect();
-        let n = board.iter().filter(|c| c.is_some()).count();
-        if n == 0 {
-            board[0] = Some(0);
-        }
-        let n = board.iter().filter(|c| c.is_some()).count();
+        let mut board = random_board(rows, cols, &mut rng);
         // Givens: from a real solution when there is one (most rounds), else
         // at random.
-        let free = hidato_brute(rows, cols, &board);
-        let solutions: Vec<&Vec<u32>> = free.iter().collect();
         let percent = [10, 25, 40][round % 3];
-        if !solutions.is_empty() && round % 4 != 0 {
-            let sol = solutions[rng.below(solutions.len())];
-            for i in 0..board.len() {
-                if board[i].is_some() && rng.chance(percent) {
-                    board[i] = Some(sol[i]);
-                }
-            }
-        } else {
-            let mut numbers: Vec<u32> = (1..=n as u32).collect();
-            for i in (1..numbers.len()).rev() {
-                numbers.swap(i, rng.below(i + 1));
-            }
-            let mut next = 0;
-            for cell in board.iter_mut() {
-                if cell.is_some() && rng.chance(percent) {
-                    *cell = Some(numbers[next]);
-                    next += 1;
-                }
-            }
-        }
+        add_givens(rows, cols, &mut board, percent, round % 4 != 0, &mut rng);
         let text = hidato_text(rows, cols, &board);
         let puzzle = hidato::parse(&text).unwrap();
         let expected = hidato_brute(rows, cols, &board);
@@ -592,156 +335,6 @@ fn hidato_generate_is_unique() {
 
 // ----------------------------------------------------------- slitherlink
 
-/// Edge numbering of the brute force (its own): horizontal edge (i, j)
-/// from vertex (i, j) to (i, j+1) is `i * cols + j`; vertical edge (i, j)
-/// from (i, j) to (i+1, j) is `H + i * (cols + 1) + j`.
-struct Grid {
-    rows: usize,
-    cols: usize,
-}
-impl Grid {
-    fn h(&self, i: usize, j: usize) -> usize {
-        i * self.cols + j
-    }
-    fn v(&self, i: usize, j: usize) -> usize {
-        (self.rows + 1) * self.cols + i * (self.cols + 1) + j
-    }
-    fn edges(&self) -> usize {
-        (self.rows + 1) * self.cols + self.rows * (self.cols + 1)
-    }
-    fn at_vertex(&self, i: usize, j: usize) -> Vec<usize> {
-        let mut e = Vec::new();
-        if j > 0 {
-            e.push(self.h(i, j - 1));
-        }
-        if j < self.cols {
-            e.push(self.h(i, j));
-        }
-        if i > 0 {
-            e.push(self.v(i - 1, j));
-        }
-        if i < self.rows {
-            e.push(self.v(i, j));
-        }
-        e
-    }
-    fn around(&self, r: usize, c: usize) -> [usize; 4] {
-        [
-            self.h(r, c),
-            self.h(r + 1, c),
-            self.v(r, c),
-            self.v(r, c + 1),
-        ]
-    }
-    /// Whether the edge set is one loop (degrees assumed 0 or 2).
-    fn one_loop(&self, on: &[bool]) -> bool {
-        let w = self.cols + 1;
-        let nv = (self.rows + 1) * w;
-        let mut adj = vec![Vec::new(); nv];
-        let mut count = 0;
-        for i in 0..=self.rows {
-            for j in 0..=self.cols {
-                if j < self.cols && on[self.h(i, j)] {
-                    adj[i * w + j].push(i * w + j + 1);
-                    adj[i * w + j + 1].push(i * w + j);
-                    count += 1;
-                }
-                if i < self.rows && on[self.v(i, j)] {
-                    adj[i * w + j].push(i * w + j + w);
-                    adj[i * w + j + w].push(i * w + j);
-                    count += 1;
-                }
-            }
-        }
-        let Some(s) = (0..nv).find(|&v| !adj[v].is_empty()) else {
-            return false;
-        };
-        let mut seen = vec![false; nv];
-        seen[s] = true;
-        let mut stack = vec![s];
-        let mut reached = 0;
-        while let Some(a) = stack.pop() {
-            reached += 1;
-            for &b in &adj[a] {
-                if !seen[b] {
-                    seen[b] = true;
-                    stack.push(b);
-                }
-            }
-        }
-        reached == count
-    }
-}
-
-/// Brute force: vertices in row-major order, each choosing its right and
-/// down edges (its left and up edges are already set), checking its degree
-/// once all its edges are set and the clues as their edges get set.
-fn slither_brute(
-    rows: usize,
-    cols: usize,
-    clues: &[Option<u8>],
-    weak: bool,
-) -> BTreeSet<Vec<bool>> {
-    let g = Grid { rows, cols };
-    let mut out = BTreeSet::new();
-    let mut on = vec![false; g.edges()];
-    let mut set = vec![false; g.edges()];
-    fn clues_ok(g: &Grid, clues: &[Option<u8>], on: &[bool], set: &[bool]) -> bool {
-        (0..g.rows * g.cols).all(|cell| match clues[cell] {
-            None => true,
-            Some(k) => {
-                let e = g.around(cell / g.cols, cell % g.cols);
-                let yes = e.iter().filter(|&&x| set[x] && on[x]).count();
-                let open = e.iter().filter(|&&x| !set[x]).count();
-                yes <= k as usize && yes + open >= k as usize
-            }
-        })
-    }
-    #[allow(clippy::too_many_arguments)]
-    fn go(
-        v: usize,
-        g: &Grid,
-        clues: &[Option<u8>],
-        weak: bool,
-        on: &mut Vec<bool>,
-        set: &mut Vec<bool>,
-        out: &mut BTreeSet<Vec<bool>>,
-    ) {
-        let w = g.cols + 1;
-        if v == (g.rows + 1) * w {
-            if weak || g.one_loop(on) {
-                out.insert(on.clone());
-            }
-            return;
-        }
-        let (i, j) = (v / w, v % w);
-        let right = (j < g.cols).then(|| g.h(i, j));
-        let down = (i < g.rows).then(|| g.v(i, j));
-        for mask in 0..4 {
-            let (a, b) = (mask & 1 == 1, mask & 2 == 2);
-            if (a && right.is_none()) || (b && down.is_none()) {
-                continue;
-            }
-            for (e, x) in [(right, a), (down, b)] {
-                if let Some(e) = e {
-                    on[e] = x;
-                    set[e] = true;
-                }
-            }
-            let degree = g.at_vertex(i, j).iter().filter(|&&e| on[e]).count();
-            if (degree == 0 || degree == 2) && clues_ok(g, clues, on, set) {
-                go(v + 1, g, clues, weak, on, set, out);
-            }
-            for e in [right, down].into_iter().flatten() {
-                on[e] = false;
-                set[e] = false;
-            }
-        }
-    }
-    go(0, &g, clues, weak, &mut on, &mut set, &mut out);
-    out
-}
-
 /// Reads a drawing back into edges (the tests' own numbering, the same as
 /// the module's), checking its layout.
 fn slither_edges(drawing: &str, rows: usize, cols: usize, clues: &[Option<u8>]) -> Vec<bool> {
@@ -776,57 +369,9 @@ fn slither_edges(drawing: &str, rows: usize, cols: usize, clues: &[Option<u8>]) 
     on
 }
 
-fn slither_text(rows: usize, cols: usize, clues: &[Option<u8>]) -> String {
-    let mut s = String::new();
-    for r in 0..rows {
-        for c in 0..cols {
-            s.push(match clues[r * cols + c] {
-                Some(k) => (b'0' + k) as char,
-                None => '.',
-            });
-        }
-        s.push('\n');
-    }
-    s
-}
-
-/// Clues from the boundary of a random set of cells (so a weak solution
-/// exists when that boundary has no crossing), some of them dropped.
-fn random_slither(rng: &mut Rng) -> (usize, usize, Vec<Option<u8>>) {
-    let rows = 1 + rng.below(4);
-    let cols = 1 + rng.below(4);
-    let inside: Vec<bool> = (0..rows * cols).map(|_| rng.chance(40)).collect();
-    let keep = [30, 50, 70][rng.below(3)];
-    let clues = (0..rows * cols)
-        .map(|cell| {
-            if !rng.chance(keep) {
-                return None;
-            }
-            if rng.chance(10) {
-                return Some(rng.below(4) as u8);
-            }
-            let (r, c) = (cell / cols, cell % cols);
-            let at = |r: i64, c: i64| {
-                r >= 0
-                    && c >= 0
-                    && r < rows as i64
-                    && c < cols as i64
-                    && inside[r as usize * cols + c as usize]
-            };
-            let (r, c) = (r as i64, c as i64);
-            let k = [(-1, 0), (1, 0), (0, -1), (0, 1)]
-                .iter()
-                .filter(|(dr, dc)| at(r + dr, c + dc) != at(r, c))
-                .count();
-            Some(k.min(3) as u8)
-        })
-        .collect();
-    (rows, cols, clues)
-}
-
 #[test]
 fn slitherlink_matches_brute_force() {
-    let mut rng = Rng(412);
+    let mut rng = Rng::new(412);
     let mut counts = [0usize; 2];
     for _ in 0..300 {
         let (rows, cols, clues) = random_slither(&mut rng);

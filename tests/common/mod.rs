@@ -1,0 +1,34 @@
+#![allow(dead_code)]
+//! Shared test code: a seeded random source, and an independent
+//! brute-force oracle for every puzzle kind.
+//!
+//! The oracle ([`oracle`]) knows nothing of XCC and calls nothing in
+//! `xccd` (it names only the plain types `Kind`, `FutoshikiEncoding` and
+//! `EncodeOptions`): it reads the puzzle texts with its own readers, solves
+//! them by plain backtracking over each puzzle's rules, and prints every
+//! solution exactly as the library's decoders do, so that
+//! `brute_solutions(&case)` can be compared with a set of decoded strings
+//! directly.
+//!
+//! The per-kind modules hold the brute-force solvers, random generators,
+//! writers and readers of the text formats, and the renderers; the tests of
+//! `puzzles_a.rs` and `puzzles_b.rs` use them too (one copy of each brute
+//! force in the tree).
+//!
+//! Include with `mod common;` from a test crate.
+
+pub mod futoshiki;
+pub mod hidato;
+pub mod hitori;
+pub mod latin;
+pub mod oracle;
+pub mod queens;
+pub mod rng;
+pub mod slitherlink;
+pub mod sudoku;
+
+// Not every test crate uses every re-export.
+#[allow(unused_imports)]
+pub use oracle::{brute_solutions, brute_solutions_up_to, random_case, Case, MAX_SOLUTIONS};
+#[allow(unused_imports)]
+pub use rng::Rng;
