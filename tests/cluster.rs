@@ -812,7 +812,7 @@ async fn side_conditions_given_as_code_only_need_local_threads() {
     struct Connected;
     impl xccd::run::SideCondition for Connected {
         fn accept(&self, options: &[usize]) -> bool {
-            options.len() % 2 == 0
+            options.len().is_multiple_of(2)
         }
         fn restricts(&self) -> bool {
             true

@@ -94,11 +94,10 @@ pub fn on_pool(
     });
     bar.finish();
     if let (EndReason::Failed, None) = (summary.reason, &write_error) {
-        return Err(CliError::Failed(
-            summary
-                .error
-                .unwrap_or_else(|| "the search failed".to_string()),
-        ));
+        return Err(CliError::Failed(summary.failure.map_or_else(
+            || "the search failed".to_string(),
+            |f| f.message().to_string(),
+        )));
     }
     Ok(Ended {
         stats: summary.stats,

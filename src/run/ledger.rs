@@ -54,6 +54,25 @@ pub enum LedgerError {
     NotASolution { index: u64, reason: String },
 }
 
+/// Why a job must fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// A task was lost with its worker too often: the cluster's trouble,
+    /// worth trying again later.
+    Lost(String),
+    /// A run failed: it panicked, or its task names no node of the tree.
+    /// A bug, in xccd or in a puzzle's side condition.
+    Broken(String),
+}
+
+impl Failure {
+    pub fn message(&self) -> &str {
+        match self {
+            Failure::Lost(message) | Failure::Broken(message) => message,
+        }
+    }
+}
+
 /// What the scheduler must do after a run ended.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Settlement {
@@ -61,8 +80,8 @@ pub struct Settlement {
     pub finished_weight: f64,
     /// Work to queue again, before the job's other tasks.
     pub requeue: Vec<Work>,
-    /// The job fails with this message.
-    pub failure: Option<String>,
+    /// The job fails.
+    pub failure: Option<Failure>,
     /// The run was lost with its worker.
     pub lost: bool,
     /// The run stopped at a limit of its own (the job should stop too).
@@ -183,7 +202,7 @@ impl Ledger {
                 }
             }
             RunEnd::Released => settlement.requeue.push(self.rerun()),
-            RunEnd::Failed(message) => settlement.failure = Some(message),
+            RunEnd::Failed(message) => settlement.failure = Some(Failure::Broken(message)),
         }
         Ok(settlement)
     }
@@ -198,12 +217,12 @@ impl Ledger {
             ..Settlement::default()
         };
         if work.attempts >= max_attempts {
-            settlement.failure = Some(format!(
+            settlement.failure = Some(Failure::Lost(format!(
                 "the task {} was lost with its worker {} times; the job is stopped rather than \
                  crash more workers",
                 describe(&work.task),
                 work.attempts
-            ));
+            )));
         } else {
             settlement.requeue.push(work);
         }
@@ -415,13 +434,11 @@ mod tests {
         let stopped = ledger.settle(RunEnd::Stopped(Stop::NodeLimit), 0).unwrap();
         assert_eq!(stopped.stop, Some(Stop::NodeLimit));
         let failed = ledger.settle(RunEnd::Failed("boom".into()), 0).unwrap();
-        assert_eq!(failed.failure.as_deref(), Some("boom"));
-        let mut lost = ledger.lose(1);
+        assert_eq!(failed.failure, Some(Failure::Broken("boom".into())));
+        let lost = ledger.lose(1);
         assert!(lost.requeue.is_empty() && lost.lost);
-        assert!(lost
-            .failure
-            .take()
-            .unwrap()
-            .contains("lost with its worker 1 times"));
+        assert!(
+            matches!(lost.failure, Some(Failure::Lost(m)) if m.contains("lost with its worker 1 times"))
+        );
     }
 }

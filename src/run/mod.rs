@@ -31,7 +31,7 @@ mod ledger;
 mod runner;
 
 pub use condition::SideCondition;
-pub use ledger::{verify_solution, Ledger, LedgerError, Settlement, Work};
+pub use ledger::{verify_solution, Failure, Ledger, LedgerError, Settlement, Work};
 pub use runner::{run_task, Batch, Control, Port, RunEnd, RunReport, RunSpec, Stop, Taken};
 
 /// One solution as it travels: the chosen option indices, ascending.

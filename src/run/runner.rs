@@ -646,7 +646,11 @@ mod tests {
     fn the_side_condition_filters_complete_solutions_and_sees_partial_ones() {
         let problem = queens(8);
         let all = unsplit(&problem);
-        let even: Vec<Vec<usize>> = all.iter().filter(|s| s[0].is_multiple_of(2)).cloned().collect();
+        let even: Vec<Vec<usize>> = all
+            .iter()
+            .filter(|s| s[0].is_multiple_of(2))
+            .cloned()
+            .collect();
         assert!(!even.is_empty() && even.len() < all.len());
         let condition = EvenFirst(Default::default());
         let mut port = Script::default();

@@ -8,6 +8,7 @@ use tonic::Status;
 
 use super::job::{EndReason, Progress, SolutionIndices, Summary};
 use super::proto as pb;
+use crate::run::Failure;
 use crate::xcc::{dlx_format, Problem, ProblemBuilder, ProblemError, Stats};
 
 /// Size limits on problems a client may send.
@@ -225,18 +226,25 @@ pub fn summary(s: &Summary) -> pb::Summary {
         statistics: Some(statistics(&s.stats, s.solutions, s.elapsed)),
         reason: end_reason(s.reason) as i32,
         exhausted: s.reason == EndReason::Complete,
-        error: s.error.clone().unwrap_or_default(),
+        error: s
+            .failure
+            .as_ref()
+            .map(|f| f.message().to_string())
+            .unwrap_or_default(),
     }
 }
 
-/// The status that ends a call whose job failed.
+/// The status that ends a call whose job failed: ABORTED when its tasks
+/// were lost with their workers too often (try again), INTERNAL when a run
+/// failed (a bug: a panic, or a task that names no node).
 pub fn failure(s: &Summary) -> Option<tonic::Status> {
-    (s.reason == EndReason::Failed).then(|| {
-        tonic::Status::aborted(
-            s.error
-                .clone()
-                .unwrap_or_else(|| "the search failed".to_string()),
-        )
+    if s.reason != EndReason::Failed {
+        return None;
+    }
+    Some(match &s.failure {
+        Some(Failure::Lost(message)) => tonic::Status::aborted(message.clone()),
+        Some(Failure::Broken(message)) => tonic::Status::internal(message.clone()),
+        None => tonic::Status::internal("the search failed"),
     })
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::sync::Locked;
 use crate::puzzles::Puzzle;
-use crate::run::{Batch, RunSpec, SideCondition, Taken};
+use crate::run::{Batch, Failure, RunSpec, SideCondition, Taken};
 pub use crate::run::{SolutionIndices, Work};
 use crate::xcc::{Problem, Stats};
 
@@ -100,7 +100,7 @@ pub struct Summary {
     pub reason: EndReason,
     pub elapsed: Duration,
     /// Why the job failed (reason `Failed`).
-    pub error: Option<String>,
+    pub failure: Option<Failure>,
 }
 
 /// A snapshot of a job for progress reports.
@@ -212,7 +212,7 @@ pub struct Job {
     /// Set once: why the job stopped before exhausting its tree.
     stop_reason: Mutex<Option<EndReason>>,
     /// Why it failed, if it did.
-    error: Mutex<Option<String>>,
+    failure: Mutex<Option<Failure>>,
     /// Set once the job has ended.
     summary: Mutex<Option<Summary>>,
     /// Largest progress fraction reported so far (bits of an f64), so that
@@ -251,7 +251,7 @@ impl Job {
             solutions: AtomicU64::new(0),
             stats: Mutex::new(Stats::default()),
             stop_reason: Mutex::new(None),
-            error: Mutex::new(None),
+            failure: Mutex::new(None),
             summary: Mutex::new(None),
             reported_fraction: AtomicU64::new(0f64.to_bits()),
             output,
@@ -358,13 +358,13 @@ impl Job {
         self.stop.store(true, Ordering::SeqCst);
     }
 
-    /// Stops the job because a task cannot be run; `error` tells the client
-    /// why (the first failure wins).
-    pub fn fail(&self, error: String) {
+    /// Stops the job because its work cannot be done; `failure` tells
+    /// the client why (the first failure wins).
+    pub fn fail(&self, failure: Failure) {
         let mut r = self.stop_reason.locked();
         if r.is_none() {
             *r = Some(EndReason::Failed);
-            *self.error.locked() = Some(error);
+            *self.failure.locked() = Some(failure);
         }
         drop(r);
         self.stop.store(true, Ordering::SeqCst);
@@ -430,7 +430,7 @@ impl Job {
             },
             reason,
             elapsed: self.started.elapsed(),
-            error: self.error.locked().clone(),
+            failure: self.failure.locked().clone(),
         };
         if reason == EndReason::Complete {
             self.reported_fraction

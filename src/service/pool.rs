@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use super::job::{Delivery, EndReason, Job, JobId, JobSpec, Output, Progress};
 use super::sync::{wait_timeout, Locked};
-use crate::run::{run_task, Batch, Control, Ledger, Port, Settlement, Stop, Taken, Work};
+use crate::run::{run_task, Batch, Control, Failure, Ledger, Port, Settlement, Stop, Taken, Work};
 use crate::xcc::{Problem, ProgressView, Solver, Task};
 
 /// Nodes between two polls of a running task.
@@ -557,9 +557,9 @@ impl Shared {
             self.lost.fetch_add(1, Ordering::SeqCst);
             metrics::counter!("xccd_tasks_lost_total").increment(1);
         }
-        if let Some(error) = settlement.failure {
-            tracing::error!(job = job.id, %error, "task failed");
-            job.fail(error);
+        if let Some(failure) = settlement.failure {
+            tracing::error!(job = job.id, error = failure.message(), "task failed");
+            job.fail(failure);
         }
         match settlement.stop {
             Some(Stop::NodeLimit) => job.request_stop(EndReason::NodeLimit),
@@ -627,7 +627,9 @@ fn worker(shared: Arc<Shared>, index: usize) {
         let settlement = ledger
             .settle(report.end, report.found)
             .unwrap_or_else(|error| Settlement {
-                failure: Some(format!("a local run reported what cannot be: {error}")),
+                failure: Some(Failure::Broken(format!(
+                    "a local run reported what cannot be: {error}"
+                ))),
                 ..Settlement::default()
             });
         let mut state = shared.state.locked();
@@ -786,8 +788,9 @@ impl Port for PoolPort<'_> {
         let task = match self.ledger.gave_away(task, found) {
             Ok(task) => task,
             Err(error) => {
-                self.job
-                    .fail(format!("a local run gave away what cannot be: {error}"));
+                self.job.fail(Failure::Broken(format!(
+                    "a local run gave away what cannot be: {error}"
+                )));
                 return;
             }
         };

@@ -548,7 +548,7 @@ impl Session {
         self.pool.remote_slot_freed();
         if !lease.revoked {
             if let Some(failure) = &settlement.failure {
-                tracing::warn!(worker = %self.id, name = %self.name, job = lease.job.id, %failure, "a remote run failed");
+                tracing::warn!(worker = %self.id, name = %self.name, job = lease.job.id, error = failure.message(), "a remote run failed");
             }
             self.pool
                 .end_remote_run(lease_ref.id, &lease.job, settlement);
