@@ -80,6 +80,7 @@ async fn coordinator(
             threads: 0,
             max_jobs: 16,
             max_attempts,
+            ..PoolConfig::default()
         },
         cluster: ClusterConfig {
             heartbeat_interval: Duration::from_millis(100),

@@ -742,6 +742,96 @@ async fn known_counts_end_to_end() {
     );
 }
 
+/// A search split among threads (finely: a poll every 32 nodes) counts the
+/// nodes, updates and cleansings of the single-threaded search exactly; the
+/// replay of the tasks' paths is counted apart. A node limit stops the
+/// search within a poll and says NODE_LIMIT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn split_searches_count_like_one_thread() {
+    let _serial = SERIAL.lock().await;
+    let mut config = config(8);
+    config.pool.poll_nodes = 32;
+    let server = serve(config).await;
+    let mut client = connect(server.addr).await;
+    for name in [
+        "latin5",
+        "queens10",
+        "langford8",
+        "color_torus4x4w2x2",
+        "mcc_rowcol5k2",
+        "pent3x20",
+    ] {
+        let text = instance(name);
+        let mut one = xccd::xcc::CountOnly;
+        let alone = Solver::new(&parse(&text))
+            .run(&Task::root(), &RunConfig::default(), &mut one)
+            .unwrap()
+            .stats;
+        for round in 0..2 {
+            let ev = enumerate_all(
+                &mut client,
+                pb::EnumerateRequest {
+                    problem: dlx(&text),
+                    count_only: true,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+            let summary = ev.summary();
+            let stats = summary.statistics.clone().unwrap();
+            assert_eq!(summary.solutions, alone.solutions, "{name}");
+            assert_eq!(
+                (stats.nodes, stats.updates, stats.cleansings),
+                (alone.nodes, alone.updates, alone.cleansings),
+                "{name} (round {round}): nodes, updates, cleansings"
+            );
+            assert!(
+                stats.replay_updates > 0,
+                "{name}: no task was split, the test tests nothing"
+            );
+        }
+    }
+    // A node limit of 1 on queens8 (1049 nodes) stops at once.
+    let text = instance("queens8");
+    for max_nodes in [1, 100] {
+        let ev = enumerate_all(
+            &mut client,
+            pb::EnumerateRequest {
+                problem: dlx(&text),
+                count_only: true,
+                max_nodes,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        let summary = ev.summary();
+        assert_eq!(summary.reason, pb::EndReason::NodeLimit as i32);
+        assert!(!summary.exhausted);
+        let nodes = summary.statistics.clone().unwrap().nodes;
+        assert!(
+            nodes >= max_nodes && nodes <= max_nodes + 2 * 32,
+            "max_nodes {max_nodes}: {nodes} nodes"
+        );
+        let solve = client
+            .solve(pb::SolveRequest {
+                problem: dlx(&text),
+                limit: 100,
+                max_nodes,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(solve.reason, pb::EndReason::NodeLimit as i32);
+        assert!(!solve.exhausted);
+    }
+    within("shutdown", STEP, server.shutdown())
+        .await
+        .expect("clean shutdown");
+}
+
 // ---------------------------------------------------------------------------
 // 2. Cancellation: CancelJob, and a dropped Enumerate stream
 // ---------------------------------------------------------------------------

@@ -30,6 +30,7 @@ use std::time::Instant;
 
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
+use xccd::run::{run_task, Batch, Control, Ledger, Port, RunEnd, RunSpec, Stop, Taken, Work};
 use xccd::xcc::problem::EntrySpec;
 use xccd::xcc::{
     Collect, Decision, Flow, Outcome, Problem, ProblemBuilder, ProgressView, Request, RunConfig,
@@ -1555,60 +1556,63 @@ fn policy_none_never_splits() {
 }
 
 // ----- Lost runs: re-running a task with its cuts and a skip count -----
+//
+// A simulated coordinator, built of the product's own parts: `run_task` runs
+// each task and `Ledger` keeps its books, as in the pool and the cluster's
+// coordinator. Only the transport is simulated: a port whose worker dies at
+// random polls (its undelivered solutions die with it).
 
-/// One entry of a simulated coordinator's queue: a task, the solutions of
-/// its (deterministic) sequence already delivered, and how often it ran.
-struct Record {
-    task: Task,
-    delivered: usize,
-    attempts: u32,
-}
-
-/// A run that gives work away, checkpoints, or dies at random polls, as a
-/// remote worker may. It follows the rules the coordinator relies on: the
-/// first `skip` solutions are dropped (already delivered), and no work is
-/// given away or checkpointed before they have been seen again.
+/// A worker that gives work away, checkpoints, or dies at random polls.
 struct Flaky<'a> {
     rng: &'a mut Rng,
-    skip: usize,
-    seen: usize,
+    ledger: &'a mut Ledger,
     delivered: &'a mut Vec<Sol>,
-    given: Vec<Task>,
+    queue: &'a mut VecDeque<Work>,
     die: f64,
     give: f64,
     checkpoint: f64,
     died: bool,
 }
 
-impl Visitor for Flaky<'_> {
-    fn solution(&mut self, s: &SolutionView<'_>) -> Flow {
-        if self.seen >= self.skip {
-            self.delivered.push(s.options());
+impl Port for Flaky<'_> {
+    fn deliver(&mut self, batch: Batch, _force: bool) -> Taken {
+        if self.died {
+            // What a dead worker had not sent is lost with it.
+            return Taken::Stop;
         }
-        self.seen += 1;
-        Flow::Continue
+        let known = self
+            .ledger
+            .found(batch.first, batch.count)
+            .expect("a run reports in order");
+        self.delivered.extend(
+            batch.solutions[known as usize..]
+                .iter()
+                .map(|s| s.iter().map(|&o| o as usize).collect::<Sol>()),
+        );
+        Taken::All
     }
 
-    fn poll(&mut self, _: &ProgressView<'_>) -> Request {
+    fn control(&mut self, _: &ProgressView<'_>) -> Control {
         let x = self.rng.unit();
         if x < self.die {
             self.died = true;
-            return Request::Stop;
-        }
-        if self.seen < self.skip {
-            return Request::Continue;
-        }
-        if x < self.die + self.give {
-            Request::GiveAway
+            Control::Stop
+        } else if x < self.die + self.give {
+            Control::GiveAway
         } else if x < self.die + self.give + self.checkpoint {
-            Request::Checkpoint
+            Control::Checkpoint
         } else {
-            Request::Continue
+            Control::Continue
         }
     }
 
-    fn given_away(&mut self, task: Task) {
-        self.given.push(task);
+    fn given_away(&mut self, task: Task, found: u64) {
+        assert!(task.weight > 0.0);
+        let task = self
+            .ledger
+            .gave_away(task, found)
+            .unwrap_or_else(|e| panic!("the ledger refused a give-away: {e}"));
+        self.queue.push_back(Work::new(task));
     }
 }
 
@@ -1619,66 +1623,59 @@ impl Visitor for Flaky<'_> {
 fn run_with_losses(problem: &Problem, seed: u64, die: f64, give: f64, ck: f64) -> (Vec<Sol>, u32) {
     let mut rng = Rng::new(seed);
     let mut solver = Solver::new(problem);
-    let mut queue = VecDeque::from([Record {
-        task: Task::root(),
-        delivered: 0,
-        attempts: 0,
-    }]);
+    let mut queue = VecDeque::from([Work::new(Task::root())]);
     let mut delivered = Vec::new();
     let mut lost = 0;
-    while let Some(mut record) = queue.pop_front() {
-        let before = delivered.len();
-        let config = RunConfig {
+    let mut finished_weight = 0.0;
+    while let Some(work) = queue.pop_front() {
+        let spec = RunSpec {
+            skip: work.skip,
             poll_interval: 1 + rng.below(8) as u64,
-            ..RunConfig::default()
+            batch_size: 1 + rng.below(4),
+            ..RunSpec::default()
         };
+        let task = work.task.clone();
         // Dying gets rarer with every attempt, so the search ends.
-        let mut visitor = Flaky {
+        let die = die / f64::from(1 + work.attempts * work.attempts);
+        let mut ledger = Ledger::new(work);
+        let mut port = Flaky {
             rng: &mut rng,
-            skip: record.delivered,
-            seen: 0,
+            ledger: &mut ledger,
             delivered: &mut delivered,
-            given: Vec::new(),
-            die: die / f64::from(1 + record.attempts * record.attempts),
+            queue: &mut queue,
+            die,
             give,
             checkpoint: ck,
             died: false,
         };
-        let outcome = solver
-            .run(&record.task, &config, &mut visitor)
-            .unwrap_or_else(|e| panic!("task {:?} rejected: {e}", record.task));
-        let (died, given) = (visitor.died, std::mem::take(&mut visitor.given));
-        for task in &given {
-            assert!(task.weight > 0.0);
-            record.task.cuts.push(xccd::xcc::Cut::of_given(task));
-        }
-        queue.extend(given.into_iter().map(|task| Record {
-            task,
-            delivered: 0,
-            attempts: 0,
-        }));
-        record.delivered += delivered.len() - before;
-        if died {
+        let report = run_task(&mut solver, problem, &task, &spec, None, &mut port);
+        let died = port.died;
+        let settlement = if died {
             lost += 1;
-            assert_eq!(outcome.status, Status::Stopped);
-            record.attempts += 1;
+            assert_eq!(report.end, RunEnd::Stopped(Stop::Asked));
+            ledger.lose(u32::MAX)
+        } else {
+            assert!(
+                matches!(report.end, RunEnd::Exhausted | RunEnd::Checkpointed(_)),
+                "{:?}",
+                report.end
+            );
+            ledger
+                .settle(report.end, report.found)
+                .unwrap_or_else(|e| panic!("the ledger refused a run's end: {e}"))
+        };
+        assert!(settlement.failure.is_none());
+        finished_weight += settlement.finished_weight;
+        for work in settlement.requeue {
             // Put it anywhere: tasks may run again in any order.
             let at = rng.below(queue.len() + 1);
-            queue.insert(at, record);
-            continue;
-        }
-        match outcome.status {
-            Status::Exhausted => {}
-            Status::Checkpointed => {
-                queue.extend(outcome.remaining.into_iter().map(|task| Record {
-                    task,
-                    delivered: 0,
-                    attempts: 0,
-                }));
-            }
-            other => panic!("unexpected status {other:?}"),
+            queue.insert(at, work);
         }
     }
+    assert!(
+        close(finished_weight, 1.0),
+        "the finished weights sum to {finished_weight}"
+    );
     (delivered, lost)
 }
 

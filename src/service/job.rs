@@ -322,8 +322,8 @@ impl Job {
 
     /// How a run of this job's `work` goes: what it delivers and in what
     /// batches, and the limits left for it (`nodes_running`: nodes explored
-    /// by the job's runs still going).
-    pub fn run_spec(&self, work: &Work, nodes_running: u64) -> RunSpec {
+    /// by the job's runs still going), polled every `poll_nodes` nodes.
+    pub fn run_spec(&self, work: &Work, nodes_running: u64, poll_nodes: u64) -> RunSpec {
         let (want_solutions, batch_size) = match self.spec.delivery {
             Delivery::CountOnly => (false, usize::MAX),
             Delivery::Stream { batch_size, .. } => (true, batch_size.max(1)),
@@ -339,7 +339,7 @@ impl Job {
             want_solutions,
             batch_size,
             max_delay: std::time::Duration::ZERO,
-            poll_interval: super::pool::POLL_NODES,
+            poll_interval: poll_nodes,
             profile: false,
             stop: Some(self.stop.clone()),
         }

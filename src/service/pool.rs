@@ -37,8 +37,10 @@ use super::sync::{wait_timeout, Locked};
 use crate::run::{run_task, Batch, Control, Failure, Ledger, Port, Settlement, Stop, Taken, Work};
 use crate::xcc::{Problem, ProgressView, Solver, Task};
 
-/// Nodes between two polls of a running task.
+/// Nodes between two polls of a running task, by default.
 pub const POLL_NODES: u64 = 1024;
+/// The most nodes between two polls: a run must notice a stop soon.
+pub const MAX_POLL_NODES: u64 = 1 << 20;
 /// How long a task may keep its worker while another job waits.
 pub const TIME_SLICE: Duration = Duration::from_millis(10);
 
@@ -52,6 +54,11 @@ pub struct PoolConfig {
     pub max_jobs: usize,
     /// A task lost with its worker this many times fails its job.
     pub max_attempts: u32,
+    /// Nodes a running task explores between two looks at its job (stop,
+    /// give-away, time slice), on local threads and remote workers alike.
+    /// Smaller splits small searches finer and answers sooner; each look
+    /// costs about as much as a node.
+    pub poll_nodes: u64,
 }
 
 impl Default for PoolConfig {
@@ -60,6 +67,7 @@ impl Default for PoolConfig {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             max_jobs: 64,
             max_attempts: 3,
+            poll_nodes: POLL_NODES,
         }
     }
 }
@@ -141,6 +149,7 @@ struct Shared {
     threads: usize,
     max_jobs: usize,
     max_attempts: u32,
+    poll_nodes: u64,
     next_id: AtomicU64,
     /// An idle worker and no task to give it.
     hungry: AtomicBool,
@@ -169,6 +178,7 @@ impl Pool {
             threads,
             max_jobs: config.max_jobs.max(1),
             max_attempts: config.max_attempts.max(1),
+            poll_nodes: config.poll_nodes.clamp(1, MAX_POLL_NODES),
             next_id: AtomicU64::new(1),
             hungry: AtomicBool::new(false),
             ready_jobs: AtomicUsize::new(0),
@@ -574,14 +584,19 @@ impl Shared {
         self.refresh(state);
     }
 
-    /// Nodes explored so far by the job's runs still going.
-    fn running_nodes(&self, state: &State, job: JobId) -> u64 {
-        let local: u64 = self
-            .slots
+    /// Nodes explored so far by the job's runs on local threads, as last
+    /// published (no lock: read at a poll).
+    fn local_running_nodes(&self, job: JobId) -> u64 {
+        self.slots
             .iter()
             .filter(|slot| slot.job.load(Ordering::SeqCst) == job)
             .map(|slot| slot.progress.read().1)
-            .sum();
+            .sum()
+    }
+
+    /// Nodes explored so far by the job's runs still going.
+    fn running_nodes(&self, state: &State, job: JobId) -> u64 {
+        let local = self.local_running_nodes(job);
         let remote: u64 = state
             .remote_runs
             .values()
@@ -604,7 +619,7 @@ fn worker(shared: Arc<Shared>, index: usize) {
         let solver = solvers
             .entry(job.id)
             .or_insert_with(|| Solver::new(&job.problem));
-        let spec = job.run_spec(&work, running_nodes);
+        let spec = job.run_spec(&work, running_nodes, shared.poll_nodes);
         let task = work.task.clone();
         let mut ledger = Ledger::new(work);
         let mut port = PoolPort {
@@ -717,6 +732,11 @@ impl Pool {
         self.shared.wake_all();
     }
 
+    /// Nodes between two polls of a running task.
+    pub(crate) fn poll_nodes(&self) -> u64 {
+        self.shared.poll_nodes
+    }
+
     /// How often a task may be lost with its worker before its job fails.
     pub(crate) fn max_attempts(&self) -> u32 {
         self.shared.max_attempts
@@ -770,7 +790,8 @@ impl Port for PoolPort<'_> {
             return Control::Stop;
         }
         if let Some(max) = self.job.spec.max_nodes {
-            if self.job.stats().nodes + progress.stats.nodes >= max {
+            // This run's nodes are in its slot, with the other local runs'.
+            if self.job.stats().nodes + self.shared.local_running_nodes(self.job.id) >= max {
                 self.job.request_stop(EndReason::NodeLimit);
                 return Control::Stop;
             }
@@ -800,5 +821,122 @@ impl Port for PoolPort<'_> {
         self.shared.refresh(&state);
         drop(state);
         self.shared.wake_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::SideCondition;
+    use crate::xcc::dlx_format;
+
+    /// Six queens: 4 solutions.
+    fn queens6() -> Arc<Problem> {
+        let n = 6;
+        let mut text = String::new();
+        for i in 0..n {
+            text.push_str(&format!("R{i} C{i} "));
+        }
+        text.push('|');
+        for d in 0..2 * n - 1 {
+            text.push_str(&format!(" A{d} B{d}"));
+        }
+        text.push('\n');
+        for r in 0..n {
+            for c in 0..n {
+                text.push_str(&format!("R{r} C{c} A{} B{}\n", r + c, r + n - 1 - c));
+            }
+        }
+        Arc::new(dlx_format::parse(&text).unwrap())
+    }
+
+    struct Panics;
+    impl SideCondition for Panics {
+        fn accept(&self, _options: &[usize]) -> bool {
+            panic!("a bug in a side condition")
+        }
+        fn restricts(&self) -> bool {
+            true
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_run_fails_its_job_and_the_thread_lives_on() {
+        let pool = Pool::new(PoolConfig {
+            threads: 1,
+            ..PoolConfig::default()
+        });
+        for _ in 0..3 {
+            let job = pool
+                .submit(
+                    queens6(),
+                    JobSpec {
+                        condition: Some(Arc::new(Panics)),
+                        ..JobSpec::default()
+                    },
+                )
+                .unwrap();
+            let summary = job.wait().await;
+            assert_eq!(summary.reason, EndReason::Failed);
+            assert!(
+                matches!(&summary.failure, Some(Failure::Broken(m)) if m.contains("a bug in a side condition")),
+                "{:?}",
+                summary.failure
+            );
+            // The one thread is still there for the next job.
+            let job = pool.submit(queens6(), JobSpec::default()).unwrap();
+            let summary = job.wait().await;
+            assert_eq!(
+                (summary.reason, summary.solutions),
+                (EndReason::Complete, 4)
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_node_limit_stops_within_a_poll_of_it_and_says_so() {
+        for threads in [1, 2] {
+            let pool = Pool::new(PoolConfig {
+                threads,
+                poll_nodes: 16,
+                ..PoolConfig::default()
+            });
+            let whole = pool
+                .submit(queens6(), JobSpec::default())
+                .unwrap()
+                .wait()
+                .await;
+            assert_eq!(whole.reason, EndReason::Complete);
+            let nodes = whole.stats.nodes;
+            for max in [1, 2, 20, nodes / 2, nodes - 1] {
+                let job = pool
+                    .submit(
+                        queens6(),
+                        JobSpec {
+                            max_nodes: Some(max),
+                            ..JobSpec::default()
+                        },
+                    )
+                    .unwrap();
+                let summary = job.wait().await;
+                assert_eq!(summary.reason, EndReason::NodeLimit, "max {max} of {nodes}");
+                assert!(
+                    summary.stats.nodes >= max.min(nodes)
+                        && summary.stats.nodes <= max + 16 * threads as u64,
+                    "max {max}: {} nodes with {threads} threads",
+                    summary.stats.nodes
+                );
+            }
+            let job = pool
+                .submit(
+                    queens6(),
+                    JobSpec {
+                        max_nodes: Some(nodes + 100),
+                        ..JobSpec::default()
+                    },
+                )
+                .unwrap();
+            assert_eq!(job.wait().await.reason, EndReason::Complete);
+        }
     }
 }

@@ -313,7 +313,7 @@ impl Session {
             if !self.touch_problem(&wire.digest) {
                 self.send(Out::Problem((&*wire).into())).await?;
             }
-            let spec = job.run_spec(&work, running_nodes);
+            let spec = job.run_spec(&work, running_nodes, self.pool.poll_nodes());
             let message = pb::Lease {
                 lease: Some(pb::LeaseRef {
                     id,
@@ -327,6 +327,7 @@ impl Session {
                 batch_size: u32::try_from(spec.batch_size).unwrap_or(u32::MAX),
                 limit: spec.limit,
                 max_nodes: spec.max_nodes,
+                poll_nodes: spec.poll_interval,
             };
             tracing::debug!(worker = %self.id, lease = id, job = job.id, level = work.task.level(), skip = work.skip, "lease granted");
             self.leases.insert(

@@ -26,7 +26,7 @@ use super::proto::{
     worker_message::Kind as Out, AskKind, Instance, RunStatus,
 };
 use crate::run::{run_task, Batch, Control, Port, RunSpec, Taken};
-use crate::service::pool::{LiveProgress, POLL_NODES};
+use crate::service::pool::{LiveProgress, MAX_POLL_NODES, POLL_NODES};
 use crate::service::sync::Locked;
 use crate::xcc::{self, Problem, ProgressView, Solver};
 
@@ -442,7 +442,10 @@ fn run_lease(
             usize::MAX
         },
         max_delay: FLUSH_EVERY,
-        poll_interval: POLL_NODES,
+        poll_interval: match lease.poll_nodes {
+            0 => POLL_NODES,
+            n => n.min(MAX_POLL_NODES),
+        },
         ..RunSpec::default()
     };
     let mut port = RemotePort {
