@@ -779,7 +779,7 @@ async fn split_searches_count_like_one_thread() {
             .await
             .unwrap();
             let summary = ev.summary();
-            let stats = summary.statistics.clone().unwrap();
+            let stats = summary.statistics.unwrap();
             assert_eq!(summary.solutions, alone.solutions, "{name}");
             assert_eq!(
                 (stats.nodes, stats.updates, stats.cleansings),
@@ -809,7 +809,7 @@ async fn split_searches_count_like_one_thread() {
         let summary = ev.summary();
         assert_eq!(summary.reason, pb::EndReason::NodeLimit as i32);
         assert!(!summary.exhausted);
-        let nodes = summary.statistics.clone().unwrap().nodes;
+        let nodes = summary.statistics.unwrap().nodes;
         assert!(
             nodes >= max_nodes && nodes <= max_nodes + 2 * 32,
             "max_nodes {max_nodes}: {nodes} nodes"
