@@ -13,7 +13,6 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::TcpListenerStream;
 
 use super::cluster::{ClusterConfig, CoordinatorApi};
 use super::grpc::{ApiConfig, SolverApi};
@@ -130,7 +129,7 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
             .add_service(api)
             .add_service(puzzles)
             .add_service(coordinator)
-            .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown),
+            .serve_with_incoming_shutdown(incoming(listener), shutdown),
     );
     tracing::info!(%addr, workers = pool.workers(), "serving gRPC");
     Ok(RunningServer {
@@ -153,6 +152,13 @@ pub(crate) fn catch_panics() -> tower_http::catch_panic::CatchPanicLayer<PanicRe
         tonic::Status::internal("the server failed on this call; it has been logged").into_http()
     }
     tower_http::catch_panic::CatchPanicLayer::custom(internal_error as PanicResponse)
+}
+
+/// The connections a listener accepts, with Nagle's algorithm off: a
+/// stream's last small frames (the summary, the trailers) must not wait for
+/// the client's delayed acknowledgement (40 ms on Linux).
+pub fn incoming(listener: TcpListener) -> tonic::transport::server::TcpIncoming {
+    tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
 /// Serves until SIGINT or SIGTERM, then shuts down gracefully.
@@ -240,7 +246,7 @@ mod tests {
             tonic::transport::Server::builder()
                 .layer(catch_panics())
                 .add_service(PuzzleServiceServer::new(Panicky))
-                .serve_with_incoming(TcpListenerStream::new(listener)),
+                .serve_with_incoming(incoming(listener)),
         );
         let mut client = PuzzleServiceClient::connect(format!("http://{addr}"))
             .await
