@@ -321,9 +321,9 @@ impl Job {
     }
 
     /// How a run of this job's `work` goes: what it delivers and in what
-    /// batches, and the limits left for it (`nodes_running`: nodes explored
-    /// by the job's runs still going), polled every `poll_nodes` nodes.
-    pub fn run_spec(&self, work: &Work, nodes_running: u64, poll_nodes: u64) -> RunSpec {
+    /// batches, and the limits left for it (`spent_nodes`: nodes the job
+    /// has explored so far), polled every `poll_nodes` nodes.
+    pub fn run_spec(&self, work: &Work, spent_nodes: u64, poll_nodes: u64) -> RunSpec {
         let (want_solutions, batch_size) = match self.spec.delivery {
             Delivery::CountOnly => (false, usize::MAX),
             Delivery::Stream { batch_size, .. } => (true, batch_size.max(1)),
@@ -332,10 +332,7 @@ impl Job {
         RunSpec {
             skip: work.skip,
             limit: self.spec.limit.map(|l| l.saturating_sub(self.solutions())),
-            max_nodes: self
-                .spec
-                .max_nodes
-                .map(|m| m.saturating_sub(self.stats().nodes.saturating_add(nodes_running))),
+            max_nodes: self.spec.max_nodes.map(|m| m.saturating_sub(spent_nodes)),
             want_solutions,
             batch_size,
             max_delay: std::time::Duration::ZERO,

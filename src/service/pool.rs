@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use super::job::{Delivery, EndReason, Job, JobId, JobSpec, Output, Progress};
 use super::sync::{wait_timeout, Locked};
 use crate::run::{run_task, Batch, Control, Failure, Ledger, Port, Settlement, Stop, Taken, Work};
-use crate::xcc::{Problem, ProgressView, Solver, Task};
+use crate::xcc::{Problem, ProgressView, Solver, Stats, Task};
 
 /// Nodes between two polls of a running task, by default.
 pub const POLL_NODES: u64 = 1024;
@@ -447,7 +447,7 @@ impl Shared {
     }
 
     /// Takes the next task to run, waiting if there is none; with it, the
-    /// nodes its job's other runs have explored so far.
+    /// nodes its job has explored so far.
     fn next_task(&self, index: usize) -> Option<(Arc<Job>, Work, u64)> {
         let mut state = self.state.locked();
         loop {
@@ -458,12 +458,12 @@ impl Shared {
                 return None;
             }
             if let Some((job, work)) = Self::pick(&mut state, false) {
-                let running = self.running_nodes(&state, job.id);
+                let spent = self.spent_nodes(&state, &job);
                 let slot = &self.slots[index];
                 slot.job.store(job.id, Ordering::SeqCst);
                 slot.progress.reset();
                 self.refresh(&state);
-                return Some((job, work, running));
+                return Some((job, work, spent));
             }
             state.idle += 1;
             self.refresh(&state);
@@ -554,9 +554,14 @@ fn remote_can_run(spec: &JobSpec) -> bool {
 }
 
 impl Shared {
-    /// Books a settled run of a task of `job` (see [`Ledger::settle`]), and
-    /// ends the job if that was its last work.
-    fn book(&self, state: &mut State, job: &Job, settlement: Settlement) {
+    /// Books a settled run of a task of `job` (see [`Ledger::settle`]) and
+    /// its statistics, and ends the job if that was its last work. The
+    /// run's nodes join the job's books under the lock that also ends the
+    /// run, so that node budgets never count them twice (see
+    /// [`Shared::spent_nodes`]).
+    fn book(&self, state: &mut State, job: &Job, stats: &Stats, settlement: Settlement) {
+        job.add_stats(stats);
+        metrics::counter!("xccd_nodes_total").increment(stats.nodes);
         let Some(sched) = state.jobs.get_mut(&job.id) else {
             return;
         };
@@ -594,6 +599,13 @@ impl Shared {
             .sum()
     }
 
+    /// Nodes the job has explored: its ended runs' and, as last published,
+    /// its running ones'. Under the lock, so that a run that ends is
+    /// counted once.
+    fn spent_nodes(&self, state: &State, job: &Job) -> u64 {
+        job.stats().nodes + self.running_nodes(state, job.id)
+    }
+
     /// Nodes explored so far by the job's runs still going.
     fn running_nodes(&self, state: &State, job: JobId) -> u64 {
         let local = self.local_running_nodes(job);
@@ -610,7 +622,7 @@ impl Shared {
 /// Runs tasks until the pool shuts down.
 fn worker(shared: Arc<Shared>, index: usize) {
     let mut solvers: HashMap<JobId, Solver> = HashMap::new();
-    while let Some((job, work, running_nodes)) = shared.next_task(index) {
+    while let Some((job, work, spent_nodes)) = shared.next_task(index) {
         let span = tracing::debug_span!("task", job = job.id, level = work.task.level());
         let _enter = span.enter();
         if solvers.len() >= 4 && !solvers.contains_key(&job.id) {
@@ -619,7 +631,7 @@ fn worker(shared: Arc<Shared>, index: usize) {
         let solver = solvers
             .entry(job.id)
             .or_insert_with(|| Solver::new(&job.problem));
-        let spec = job.run_spec(&work, running_nodes, shared.poll_nodes);
+        let spec = job.run_spec(&work, spent_nodes, shared.poll_nodes);
         let task = work.task.clone();
         let mut ledger = Ledger::new(work);
         let mut port = PoolPort {
@@ -637,8 +649,6 @@ fn worker(shared: Arc<Shared>, index: usize) {
             job.spec.condition.as_deref(),
             &mut port,
         );
-        job.add_stats(&report.stats);
-        metrics::counter!("xccd_nodes_total").increment(report.stats.nodes);
         let settlement = ledger
             .settle(report.end, report.found)
             .unwrap_or_else(|error| Settlement {
@@ -648,8 +658,12 @@ fn worker(shared: Arc<Shared>, index: usize) {
                 ..Settlement::default()
             });
         let mut state = shared.state.locked();
-        shared.slots[index].job.store(0, Ordering::SeqCst);
-        shared.book(&mut state, &job, settlement);
+        // The run's nodes move from its slot to the job's books: never in
+        // both (a poll reading between the two only undercounts).
+        let slot = &shared.slots[index];
+        slot.progress.reset();
+        slot.job.store(0, Ordering::SeqCst);
+        shared.book(&mut state, &job, &report.stats, settlement);
         drop(state);
         shared.wake_all();
     }
@@ -677,15 +691,15 @@ impl Pool {
     }
 
     /// Takes a task for an idle remote slot (now busy), if one is ready;
-    /// with it, the nodes its job's other runs have explored so far.
+    /// with it, the nodes its job has explored so far.
     pub(crate) fn take_remote(&self, lease: u64) -> Option<(Arc<Job>, Work, u64)> {
         let mut state = self.shared.state.locked();
         let (job, work) = Shared::pick(&mut state, true)?;
-        let running = self.shared.running_nodes(&state, job.id);
+        let spent = self.shared.spent_nodes(&state, &job);
         state.idle -= 1;
         state.remote_runs.insert(lease, (job.id, 0.0, 0));
         self.shared.refresh(&state);
-        Some((job, work, running))
+        Some((job, work, spent))
     }
 
     /// A remote slot is idle again (its worker reported the end of a run).
@@ -706,18 +720,24 @@ impl Pool {
         }
     }
 
-    /// Nodes of the job's runs still going (remote ones from their
+    /// Nodes the job has explored (its running remote runs' from their
     /// heartbeats).
-    pub(crate) fn running_nodes(&self, job: JobId) -> u64 {
+    pub(crate) fn spent_nodes(&self, job: &Job) -> u64 {
         let state = self.shared.state.locked();
-        self.shared.running_nodes(&state, job)
+        self.shared.spent_nodes(&state, job)
     }
 
-    /// Books the settled end of a remote run.
-    pub(crate) fn end_remote_run(&self, lease: u64, job: &Job, settlement: Settlement) {
+    /// Books the settled end of a remote run and its statistics.
+    pub(crate) fn end_remote_run(
+        &self,
+        lease: u64,
+        job: &Job,
+        stats: &Stats,
+        settlement: Settlement,
+    ) {
         let mut state = self.shared.state.locked();
         state.remote_runs.remove(&lease);
-        self.shared.book(&mut state, job, settlement);
+        self.shared.book(&mut state, job, stats, settlement);
         drop(state);
         self.shared.wake_all();
     }
@@ -919,6 +939,14 @@ mod tests {
                     )
                     .unwrap();
                 let summary = job.wait().await;
+                if summary.reason == EndReason::Complete {
+                    // Runs check the job's total at their polls: near the
+                    // tree's size, the whole tree may be explored, and the
+                    // answer is then complete (and true).
+                    assert!(max + 16 * threads as u64 >= nodes, "max {max} of {nodes}");
+                    assert_eq!(summary.stats.nodes, nodes);
+                    continue;
+                }
                 assert_eq!(summary.reason, EndReason::NodeLimit, "max {max} of {nodes}");
                 assert!(
                     summary.stats.nodes >= max.min(nodes)

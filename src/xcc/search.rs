@@ -505,15 +505,16 @@ impl<N: NodeRepr> Search<N> {
     }
 
     /// Ends the replay of the task's path: the updates from here on are the
-    /// task's own work. Called at the task's node: before branching there
-    /// when the branching is new (`fresh_base`), else after the item was
-    /// covered and the alternatives before the range skipped, which the run
-    /// that made the task did and counted already.
-    #[inline(always)]
-    fn mark_replay(&mut self, level: usize, after_branching: bool) {
-        if level == self.base && after_branching != self.fresh_base {
-            self.replay_mark = Some((self.links.updates, self.links.cleansings));
-        }
+    /// task's own work. Called at the task's node, once per run: on entering
+    /// it when the branching there is new (`fresh_base`), else once its item
+    /// is covered and the alternatives before the range skipped, which the
+    /// run that made the task did and counted already. (The calls sit in
+    /// branches the search takes at the task's node anyway, so the search's
+    /// inner loop pays nothing for them.)
+    #[cold]
+    #[inline(never)]
+    fn end_replay(&mut self) {
+        self.replay_mark = Some((self.links.updates, self.links.cleansings));
     }
 
     /// `(level, weight of one alternative there)` for the levels from the
@@ -563,6 +564,9 @@ impl<N: NodeRepr> Search<N> {
         // task, unless the task is the whole tree; polling there could only
         // hand the task back.
         if level < self.base || (level == self.base && !self.count_base) {
+            if level == self.base && self.fresh_base {
+                self.end_replay();
+            }
             return None;
         }
         self.stats.nodes += 1;
@@ -583,6 +587,8 @@ impl<N: NodeRepr> Search<N> {
             }
         }
         if level == self.base {
+            // The root task: its branching is all new.
+            self.end_replay();
             return None;
         }
         self.countdown -= 1;
@@ -783,7 +789,6 @@ impl<N: NodeRepr> Search<N> {
                         step = Step::Recover;
                         continue;
                     }
-                    self.mark_replay(level, false);
                     let (best, len) = self.choose_c();
                     self.links.cover::<COLORS>(best, true);
                     self.best[level] = best;
@@ -796,16 +801,20 @@ impl<N: NodeRepr> Search<N> {
                         cur = self.links.nd[cur as usize].down();
                     }
                     self.choice[level] = cur;
-                    if level < self.base && cur == best {
-                        let err = TaskError {
-                            level,
-                            position: self.lo[level],
-                        };
-                        self.links.uncover::<COLORS>(best, true);
-                        self.unwind_c::<COLORS>(level);
-                        return Err(err);
+                    if level <= self.base {
+                        if level < self.base && cur == best {
+                            let err = TaskError {
+                                level,
+                                position: self.lo[level],
+                            };
+                            self.links.uncover::<COLORS>(best, true);
+                            self.unwind_c::<COLORS>(level);
+                            return Err(err);
+                        }
+                        if level == self.base && !self.fresh_base {
+                            self.end_replay();
+                        }
                     }
-                    self.mark_replay(level, true);
                     step = Step::Advance;
                 }
                 Step::Advance => {
@@ -961,7 +970,6 @@ impl<N: NodeRepr> Search<N> {
                         step = Step::Backdown;
                         continue;
                     }
-                    self.mark_replay(level, false);
                     let (best, score) = self.choose_m();
                     let Some(score) = score else {
                         if level < self.base {
@@ -1008,6 +1016,9 @@ impl<N: NodeRepr> Search<N> {
                         skipped += 1;
                     }
                     if skipped < self.lo[level] {
+                        if level == self.base && !self.fresh_base {
+                            self.end_replay();
+                        }
                         if level < self.base {
                             let err = TaskError {
                                 level,
@@ -1020,7 +1031,9 @@ impl<N: NodeRepr> Search<N> {
                         step = Step::Backup;
                         continue;
                     }
-                    self.mark_replay(level, true);
+                    if level == self.base && !self.fresh_base {
+                        self.end_replay();
+                    }
                     step = Step::Advance;
                 }
                 Step::Advance => {

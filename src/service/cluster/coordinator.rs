@@ -302,7 +302,7 @@ impl Session {
     async fn fill(&mut self) -> Result<(), End> {
         while self.busy < self.slots && !self.draining {
             let id = self.next_lease.fetch_add(1, Ordering::SeqCst);
-            let Some((job, work, running_nodes)) = self.pool.take_remote(id) else {
+            let Some((job, work, spent_nodes)) = self.pool.take_remote(id) else {
                 return Ok(());
             };
             self.busy += 1;
@@ -313,7 +313,7 @@ impl Session {
             if !self.touch_problem(&wire.digest) {
                 self.send(Out::Problem((&*wire).into())).await?;
             }
-            let spec = job.run_spec(&work, running_nodes, self.pool.poll_nodes());
+            let spec = job.run_spec(&work, spent_nodes, self.pool.poll_nodes());
             let message = pb::Lease {
                 lease: Some(pb::LeaseRef {
                     id,
@@ -415,7 +415,7 @@ impl Session {
                     self.pool
                         .remote_progress(id, progress.done_weight, progress.nodes);
                     if let Some(max) = job.spec.max_nodes {
-                        if job.stats().nodes + self.pool.running_nodes(job.id) >= max {
+                        if self.pool.spent_nodes(&job) >= max {
                             job.request_stop(EndReason::NodeLimit);
                         }
                     }
@@ -516,8 +516,8 @@ impl Session {
             return Ok(());
         }
         let lease = &self.leases[&lease_ref.id];
-        let settlement = if lease.revoked {
-            Settlement::default()
+        let (settlement, stats) = if lease.revoked {
+            (Settlement::default(), xcc::Stats::default())
         } else {
             let end = pb::run_end(&mut ended).ok_or_else(|| {
                 End::Protocol(format!(
@@ -537,12 +537,12 @@ impl Session {
                 .ledger
                 .settle(end, ended.found)
                 .map_err(|e| End::Protocol(format!("ended: {e}")))?;
-            if let Some(stats) = &ended.statistics {
-                let stats = xcc::Stats::from(stats);
-                metrics::counter!("xccd_nodes_total").increment(stats.nodes);
-                lease.job.add_stats(&stats);
-            }
-            settlement
+            let stats = ended
+                .statistics
+                .as_ref()
+                .map(xcc::Stats::from)
+                .unwrap_or_default();
+            (settlement, stats)
         };
         let lease = self.leases.remove(&lease_ref.id).expect("held");
         self.busy -= 1;
@@ -552,7 +552,7 @@ impl Session {
                 tracing::warn!(worker = %self.id, name = %self.name, job = lease.job.id, error = failure.message(), "a remote run failed");
             }
             self.pool
-                .end_remote_run(lease_ref.id, &lease.job, settlement);
+                .end_remote_run(lease_ref.id, &lease.job, &stats, settlement);
         }
         Ok(())
     }
@@ -571,7 +571,8 @@ impl Session {
             let job = lease.job.clone();
             if job.is_stopping() {
                 self.leases.get_mut(&id).expect("present").revoked = true;
-                self.pool.end_remote_run(id, &job, Settlement::default());
+                self.pool
+                    .end_remote_run(id, &job, &xcc::Stats::default(), Settlement::default());
                 self.ask(id, AskKind::Revoke).await?;
                 continue;
             }
@@ -605,8 +606,12 @@ impl Session {
         let max_attempts = self.pool.max_attempts();
         for (id, lease) in &live {
             if !lease.revoked {
-                self.pool
-                    .end_remote_run(*id, &lease.job, lease.ledger.lose(max_attempts));
+                self.pool.end_remote_run(
+                    *id,
+                    &lease.job,
+                    &xcc::Stats::default(),
+                    lease.ledger.lose(max_attempts),
+                );
             }
         }
         self.pool.remote_left(self.slots, self.slots - self.busy);
