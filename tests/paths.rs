@@ -37,6 +37,7 @@ use xccd::service::cluster::ClusterConfig;
 use xccd::service::job::Event;
 use xccd::service::proto as pb;
 use xccd::service::proto::puzzle_service_client::PuzzleServiceClient;
+use xccd::service::puzzles_grpc::puzzle_message;
 use xccd::service::server::{start, RunningServer, ServeConfig};
 use xccd::service::{Delivery, JobSpec, Pool, PoolConfig};
 
@@ -76,24 +77,7 @@ fn puzzle(case: &Case) -> Puzzle {
 }
 
 fn pb_puzzle(case: &Case) -> Option<pb::Puzzle> {
-    let kind = match case.kind {
-        Kind::Latin => pb::PuzzleKind::Latin,
-        Kind::Futoshiki => pb::PuzzleKind::Futoshiki,
-        Kind::Hitori => pb::PuzzleKind::Hitori,
-        Kind::Hidato => pb::PuzzleKind::Hidato,
-        Kind::Slitherlink => pb::PuzzleKind::Slitherlink,
-        Kind::Sudoku => pb::PuzzleKind::Sudoku,
-        Kind::Queens => pb::PuzzleKind::Queens,
-    };
-    Some(pb::Puzzle {
-        kind: kind as i32,
-        grid: Some(pb::puzzle::Grid::Text(case.text.clone())),
-        weak: case.weak,
-        futoshiki_encoding: match case.encoding {
-            FutoshikiEncoding::Pairs => pb::FutoshikiEncoding::Pairs,
-            FutoshikiEncoding::Colors => pb::FutoshikiEncoding::Colors,
-        } as i32,
-    })
+    Some(puzzle_message(&puzzle(case)))
 }
 
 /// A set of solutions, after checking that none came twice.

@@ -15,10 +15,11 @@ use std::time::Instant;
 use clap::{Args, Subcommand};
 use xccd::puzzles::kinds::{self, EncodeOptions, Kind};
 use xccd::puzzles::{Encoded, FutoshikiEncoding, Puzzle};
-use xccd::run::{run_task, Batch, Control, Port, RunEnd, RunSpec, SideCondition, Taken};
+use xccd::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, SideCondition, Taken};
 use xccd::service::proto as pb;
+use xccd::service::puzzles_grpc::puzzle_message;
 use xccd::service::JobSpec;
-use xccd::xcc::{dlx_format, ProgressView, Solver, Stats, Task};
+use xccd::xcc::{dlx_format, ProgressView, Stats, Task};
 
 use super::pooled::{delivery, on_pool, puzzle_remote};
 use super::solve::{altogether, solution_limit};
@@ -251,15 +252,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
     let (stats, write_error) = if let Some(url) = &args.server {
         let (_, puzzle) = read_puzzle(&args.puzzle)?;
         let request = pb::EnumeratePuzzleRequest {
-            puzzle: Some(pb::Puzzle {
-                kind: pb_kind(puzzle.kind) as i32,
-                grid: Some(pb::puzzle::Grid::Text(puzzle.text)),
-                weak: puzzle.options.weak,
-                futoshiki_encoding: match puzzle.options.encoding {
-                    FutoshikiEncoding::Pairs => pb::FutoshikiEncoding::Pairs,
-                    FutoshikiEncoding::Colors => pb::FutoshikiEncoding::Colors,
-                } as i32,
-            }),
+            puzzle: Some(puzzle_message(&puzzle)),
             limit: limit.unwrap_or(0),
             count_only: args.count,
             progress_interval_seconds: 0.2,
@@ -300,15 +293,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
                     grids,
                     error: None,
                 };
-                let problem = encoded.problem();
-                let report = run_task(
-                    &mut Solver::new(problem),
-                    problem,
-                    &Task::root(),
-                    &spec,
-                    Some(&*encoded),
-                    &mut printer,
-                );
+                let report = run_root(encoded.problem(), &spec, Some(&*encoded), &mut printer);
                 if let RunEnd::Failed(error) = report.end {
                     return Err(CliError::Failed(format!("internal error: {error}")));
                 }
@@ -333,19 +318,6 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
         eprintln!("{}", altogether(&stats, start.elapsed()));
     }
     Ok(())
-}
-
-/// The API's name for a kind.
-fn pb_kind(kind: Kind) -> pb::PuzzleKind {
-    match kind {
-        Kind::Latin => pb::PuzzleKind::Latin,
-        Kind::Futoshiki => pb::PuzzleKind::Futoshiki,
-        Kind::Hitori => pb::PuzzleKind::Hitori,
-        Kind::Hidato => pb::PuzzleKind::Hidato,
-        Kind::Slitherlink => pb::PuzzleKind::Slitherlink,
-        Kind::Sudoku => pb::PuzzleKind::Sudoku,
-        Kind::Queens => pb::PuzzleKind::Queens,
-    }
 }
 
 fn encode(args: EncodeArgs) -> Result<(), CliError> {

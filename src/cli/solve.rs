@@ -4,8 +4,8 @@ use std::io::{self, BufWriter, Read, Write};
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use xccd::run::{run_task, Batch, Control, Port, RunEnd, RunSpec, Stop, Taken};
-use xccd::xcc::{dlx_format, Problem, ProgressView, Solver, Stats, Task};
+use xccd::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, Stop, Taken};
+use xccd::xcc::{dlx_format, Problem, ProgressView, Stats, Task};
 
 use super::CliError;
 
@@ -337,15 +337,7 @@ pub fn run(args: SolveArgs) -> Result<(), CliError> {
         bar: super::progress::Bar::new(args.quiet || progress_every.is_some()),
     };
     let start = Instant::now();
-    let mut solver = Solver::new(&problem);
-    let report = run_task(
-        &mut solver,
-        &problem,
-        &Task::root(),
-        &spec,
-        None,
-        &mut printer,
-    );
+    let report = run_root(&problem, &spec, None, &mut printer);
     printer.bar.finish();
     if let RunEnd::Failed(error) = report.end {
         return Err(CliError::Failed(format!("internal error: {error}")));

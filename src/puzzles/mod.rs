@@ -24,8 +24,8 @@ pub mod sudoku;
 pub use futoshiki::FutoshikiEncoding;
 pub use kinds::{EncodeOptions, Kind, Puzzle};
 
-use crate::run::{run_task, Batch, Control, Port, RunEnd, RunSpec, SideCondition, Taken};
-use crate::xcc::{Problem, ProgressView, Solver, Task};
+use crate::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, SideCondition, Taken};
+use crate::xcc::{Problem, ProgressView, Task};
 
 /// A mistake in a puzzle's text, with its place (1-based).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -126,15 +126,7 @@ pub fn solve(encoded: &dyn Encoded, limit: Option<u64>, keep: usize) -> Solution
         want_solutions: keep > 0,
         ..RunSpec::default()
     };
-    let problem = encoded.problem();
-    let report = run_task(
-        &mut Solver::new(problem),
-        problem,
-        &Task::root(),
-        &spec,
-        Some(encoded),
-        &mut port,
-    );
+    let report = run_root(encoded.problem(), &spec, Some(encoded), &mut port);
     Solutions {
         grids: port.grids,
         count: report.delivered,

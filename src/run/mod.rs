@@ -32,7 +32,9 @@ mod runner;
 
 pub use condition::SideCondition;
 pub use ledger::{verify_solution, Failure, Ledger, LedgerError, Settlement, Work};
-pub use runner::{run_task, Batch, Control, Port, RunEnd, RunReport, RunSpec, Stop, Taken};
+pub use runner::{
+    run_root, run_task, Batch, Control, Port, RunEnd, RunReport, RunSpec, Stop, Taken,
+};
 
 /// One solution as it travels: the chosen option indices, ascending.
 pub type SolutionIndices = Vec<u32>;

@@ -237,6 +237,24 @@ pub fn run_task<P: Port>(
     }
 }
 
+/// Runs a whole search (the root task) on a solver of its own: what
+/// single-threaded callers (the CLI, [`crate::puzzles::solve`]) run.
+pub fn run_root<P: Port>(
+    problem: &Problem,
+    spec: &RunSpec,
+    condition: Option<&dyn SideCondition>,
+    port: &mut P,
+) -> RunReport {
+    run_task(
+        &mut Solver::new(problem),
+        problem,
+        &Task::root(),
+        spec,
+        condition,
+        port,
+    )
+}
+
 /// The text of a panic's payload.
 fn panic_text(payload: &(dyn Any + Send)) -> String {
     payload
@@ -422,26 +440,8 @@ impl<P: Port> Visitor for Driver<'_, P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::xcc::{dlx_format, Collect, ALL};
-
-    /// The n queens problem: rows and columns primary, diagonals secondary.
-    fn queens(n: usize) -> Problem {
-        let mut text = String::new();
-        for i in 0..n {
-            text.push_str(&format!("R{i} C{i} "));
-        }
-        text.push('|');
-        for d in 0..2 * n - 1 {
-            text.push_str(&format!(" A{d} B{d}"));
-        }
-        text.push('\n');
-        for r in 0..n {
-            for c in 0..n {
-                text.push_str(&format!("R{r} C{c} A{} B{}\n", r + c, r + n - 1 - c));
-            }
-        }
-        dlx_format::parse(&text).unwrap()
-    }
+    use crate::xcc::testing::queens;
+    use crate::xcc::{Collect, ALL};
 
     fn unsplit(problem: &Problem) -> Vec<Vec<usize>> {
         let mut collect = Collect::default();
@@ -522,14 +522,7 @@ mod tests {
         condition: Option<&dyn SideCondition>,
         port: &mut Script,
     ) -> RunReport {
-        run_task(
-            &mut Solver::new(problem),
-            problem,
-            &Task::root(),
-            spec,
-            condition,
-            port,
-        )
+        run_root(problem, spec, condition, port)
     }
 
     #[test]

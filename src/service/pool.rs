@@ -848,26 +848,10 @@ impl Port for PoolPort<'_> {
 mod tests {
     use super::*;
     use crate::run::SideCondition;
-    use crate::xcc::dlx_format;
 
     /// Six queens: 4 solutions.
     fn queens6() -> Arc<Problem> {
-        let n = 6;
-        let mut text = String::new();
-        for i in 0..n {
-            text.push_str(&format!("R{i} C{i} "));
-        }
-        text.push('|');
-        for d in 0..2 * n - 1 {
-            text.push_str(&format!(" A{d} B{d}"));
-        }
-        text.push('\n');
-        for r in 0..n {
-            for c in 0..n {
-                text.push_str(&format!("R{r} C{c} A{} B{}\n", r + c, r + n - 1 - c));
-            }
-        }
-        Arc::new(dlx_format::parse(&text).unwrap())
+        Arc::new(crate::xcc::testing::queens(6))
     }
 
     struct Panics;

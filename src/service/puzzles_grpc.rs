@@ -96,21 +96,45 @@ impl PuzzleApi {
 /// A puzzle encoded, and the puzzle as given.
 type EncodedPuzzle = (Arc<dyn Encoded>, Puzzle);
 
+/// The kinds and their names in the API.
+const KINDS: [(Kind, pb::PuzzleKind); 7] = [
+    (Kind::Latin, pb::PuzzleKind::Latin),
+    (Kind::Futoshiki, pb::PuzzleKind::Futoshiki),
+    (Kind::Hitori, pb::PuzzleKind::Hitori),
+    (Kind::Hidato, pb::PuzzleKind::Hidato),
+    (Kind::Slitherlink, pb::PuzzleKind::Slitherlink),
+    (Kind::Sudoku, pb::PuzzleKind::Sudoku),
+    (Kind::Queens, pb::PuzzleKind::Queens),
+];
+
 fn kind(value: i32) -> Result<Kind, Status> {
-    Ok(match pb::PuzzleKind::try_from(value) {
-        Ok(pb::PuzzleKind::Latin) => Kind::Latin,
-        Ok(pb::PuzzleKind::Futoshiki) => Kind::Futoshiki,
-        Ok(pb::PuzzleKind::Hitori) => Kind::Hitori,
-        Ok(pb::PuzzleKind::Hidato) => Kind::Hidato,
-        Ok(pb::PuzzleKind::Slitherlink) => Kind::Slitherlink,
-        Ok(pb::PuzzleKind::Sudoku) => Kind::Sudoku,
-        Ok(pb::PuzzleKind::Queens) => Kind::Queens,
-        Ok(pb::PuzzleKind::Unspecified) | Err(_) => {
-            return Err(Status::invalid_argument(format!(
+    KINDS
+        .iter()
+        .find(|(_, named)| *named as i32 == value && *named != pb::PuzzleKind::Unspecified)
+        .map(|&(kind, _)| kind)
+        .ok_or_else(|| {
+            Status::invalid_argument(format!(
                 "puzzle.kind: required, one of latin, futoshiki, hitori, hidato, slitherlink, sudoku, queens (got {value})"
-            )))
-        }
-    })
+            ))
+        })
+}
+
+/// The message for a puzzle given as text (for clients of this API: the
+/// CLI's `--server`).
+pub fn puzzle_message(puzzle: &Puzzle) -> pb::Puzzle {
+    let kind = KINDS
+        .iter()
+        .find(|(kind, _)| *kind == puzzle.kind)
+        .map_or(pb::PuzzleKind::Unspecified, |&(_, named)| named);
+    pb::Puzzle {
+        kind: kind as i32,
+        grid: Some(pb::puzzle::Grid::Text(puzzle.text.clone())),
+        weak: puzzle.options.weak,
+        futoshiki_encoding: match puzzle.options.encoding {
+            FutoshikiEncoding::Pairs => pb::FutoshikiEncoding::Pairs,
+            FutoshikiEncoding::Colors => pb::FutoshikiEncoding::Colors,
+        } as i32,
+    }
 }
 
 /// The puzzle's text format from cells given one by one.

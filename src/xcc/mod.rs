@@ -5,6 +5,8 @@ mod links;
 pub mod problem;
 pub mod search;
 pub mod task;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub use problem::{Problem, ProblemBuilder, ProblemError};
 pub use search::{
