@@ -144,3 +144,52 @@ fn profile_lists_nodes_per_level() {
     let err = text(&out.stderr);
     assert!(err.contains("Profile:\n  0: 1\n"), "{err}");
 }
+
+#[test]
+fn numbers_out_of_range_are_usage_errors_not_panics() {
+    for (args, words) in [
+        (
+            vec!["solve", "examples/queens8.dlx", "--progress=-1"],
+            "--progress",
+        ),
+        (
+            vec!["solve", "examples/queens8.dlx", "--progress", "-1"],
+            "-1",
+        ),
+        (
+            vec!["solve", "examples/queens8.dlx", "--progress", "NaN"],
+            "--progress",
+        ),
+        (
+            vec!["solve", "examples/queens8.dlx", "--progress", "1e300"],
+            "--progress",
+        ),
+        (
+            vec!["solve", "examples/queens8.dlx", "--limit", "0"],
+            "--limit",
+        ),
+        (
+            vec!["solve", "examples/queens8.dlx", "--threads", "0"],
+            "--threads",
+        ),
+    ] {
+        let out = xccd(&args, "");
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(words), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // Progress at a fraction of a second is fine.
+    let out = xccd(
+        &[
+            "solve",
+            "examples/queens8.dlx",
+            "--count",
+            "--progress",
+            "0.001",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "92\n");
+}

@@ -239,3 +239,73 @@ async fn bad_puzzles_are_invalid_arguments() {
     assert_eq!(ok.solution.unwrap().lines.len(), 9);
     server.shutdown().await.unwrap();
 }
+
+/// The side conditions hold over gRPC: the puzzles that showed white cells
+/// cut off (hitori) and the empty drawing (slitherlink) accepted, answered
+/// as the CLI answers them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn side_conditions_hold_over_grpc() {
+    let (server, mut client) = server().await;
+    let hitori = "2 2 1 4\n1 3 3 2\n4 1 2 2\n3 4 4 1\n";
+    let solved = client
+        .solve_puzzle(pb::SolvePuzzleRequest {
+            puzzle: text(pb::PuzzleKind::Hitori, hitori),
+            limit: 100,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let encoded = kinds::encode(Kind::Hitori, hitori, &EncodeOptions::default()).unwrap();
+    let library = xccd::puzzles::solve(&*encoded, None, usize::MAX);
+    assert_eq!(library.count, 2);
+    let mut got: Vec<String> = solved.solutions.into_iter().map(|s| s.text).collect();
+    got.sort();
+    let mut want = library.grids;
+    want.sort();
+    assert_eq!(got, want);
+    assert!(solved.exhausted);
+
+    let check = client
+        .check_puzzle(pb::CheckPuzzleRequest {
+            puzzle: text(
+                pb::PuzzleKind::Hitori,
+                "4 1 2 1\n1 3 4 4\n3 1 3 2\n1 4 1 4\n",
+            ),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!check.valid);
+    assert_eq!(check.solutions_found, 0, "no solution, as the CLI says");
+
+    for (grid, loops) in [("..\n..\n", 13), ("0.\n..\n", 1)] {
+        let mut stream = client
+            .enumerate_puzzle(pb::EnumeratePuzzleRequest {
+                puzzle: text(pb::PuzzleKind::Slitherlink, grid),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let (mut drawings, mut summary) = (0, None);
+        while let Some(m) = stream.message().await.unwrap() {
+            match m.event {
+                Some(pb::enumerate_puzzle_response::Event::Solutions(batch)) => {
+                    for drawing in &batch.solutions {
+                        assert!(
+                            drawing.text.contains('-'),
+                            "the empty drawing:\n{}",
+                            drawing.text
+                        );
+                    }
+                    drawings += batch.solutions.len();
+                }
+                Some(pb::enumerate_puzzle_response::Event::Summary(s)) => summary = Some(s),
+                _ => {}
+            }
+        }
+        assert_eq!(drawings, loops, "{grid:?}");
+        assert_eq!(summary.unwrap().solutions, loops as u64);
+    }
+    server.shutdown().await.unwrap();
+}
