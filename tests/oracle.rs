@@ -194,6 +194,20 @@ fn check(spec: &Spec, item_perm: &[usize], option_perm: &[usize], seed: u64) {
 
     let expected = oracle(spec);
 
+    // The verifier that checks solutions from remote workers accepts
+    // exactly the oracle's solutions among all subsets of the options.
+    let mut verifier = xccd::xcc::problem::Verifier::new(&problem);
+    let n = spec.options.len();
+    for mask in 0u32..(1 << n) {
+        let chosen: Vec<usize> = (0..n).filter(|&k| mask >> k & 1 == 1).collect();
+        let ok = verifier.verify(&chosen).is_ok();
+        assert_eq!(
+            ok,
+            expected.binary_search(&chosen).is_ok(),
+            "the verifier says {ok} for {chosen:?}\n{problem}"
+        );
+    }
+
     let mut solver = Solver::new(&problem);
     let expected_algorithm = if spec.has_multiplicities() {
         "M"

@@ -12,7 +12,8 @@
 //! not the ones a run claims.
 
 use super::{RunEnd, SideCondition, Stop};
-use crate::xcc::{Cut, Problem, Task, ALL};
+use crate::xcc::problem::Verifier;
+use crate::xcc::{Cut, Task, ALL};
 
 /// A task as the scheduler queues it: the subtree, how many of its
 /// solutions earlier runs delivered (a rerun skips them), and how many
@@ -293,20 +294,18 @@ fn overlaps(cut: &Cut, task: &Task) -> bool {
     }
 }
 
-/// Checks that `options` is a solution of `problem` that satisfies
-/// `condition`: for solutions that come from where they cannot be trusted.
+/// Checks that `options` (ascending) is a solution of the verifier's
+/// problem that satisfies `condition`: for solutions that come from where
+/// they cannot be trusted. `index` names it in the error.
 pub fn verify_solution(
-    problem: &Problem,
+    verifier: &mut Verifier<'_>,
     condition: Option<&dyn SideCondition>,
     index: u64,
     options: &[u32],
 ) -> Result<(), LedgerError> {
     let not = |reason: String| LedgerError::NotASolution { index, reason };
-    if options.windows(2).any(|w| w[0] >= w[1]) {
-        return Err(not("option indices are not strictly ascending".into()));
-    }
     let options: Vec<usize> = options.iter().map(|&o| o as usize).collect();
-    problem.verify(&options).map_err(not)?;
+    verifier.verify(&options).map_err(not)?;
     if condition.is_some_and(|c| c.restricts() && !c.accept(&options)) {
         return Err(not("it fails the puzzle's side condition".into()));
     }

@@ -189,49 +189,120 @@ impl Problem {
         out
     }
 
-    /// Checks independently of the search that `chosen` (option indices) is a
-    /// solution: every primary item within its bounds, every uncolored
-    /// secondary item at most once, colored ones consistent. Returns a
-    /// description of the first violation.
+    /// Checks independently of the search that `chosen` (option indices, in
+    /// any order) is a solution: every primary item within its bounds,
+    /// every uncolored secondary item at most once, colored ones
+    /// consistent. Returns a description of the first violation.
     pub fn verify(&self, chosen: &[usize]) -> Result<(), String> {
-        let mut count = vec![0u32; self.items.len()];
-        let mut color: Vec<Option<Option<u32>>> = vec![None; self.items.len()];
-        let mut seen = std::collections::HashSet::new();
-        for &o in chosen {
-            if o >= self.options.len() {
+        let mut sorted = chosen.to_vec();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("option {} chosen twice", w[0]));
+        }
+        Verifier::new(self).verify(&sorted)
+    }
+}
+
+/// Checks solutions of one problem one after the other, in time
+/// proportional to each solution's size (for solutions that arrive from
+/// where they cannot be trusted, many per second).
+pub struct Verifier<'a> {
+    problem: &'a Problem,
+    count: Vec<u32>,
+    color: Vec<Option<Option<u32>>>,
+    /// Items the last solution touched, to reset.
+    touched: Vec<usize>,
+    /// Primary items that must be covered at least once.
+    required: usize,
+}
+
+impl<'a> Verifier<'a> {
+    pub fn new(problem: &'a Problem) -> Verifier<'a> {
+        let required = problem
+            .items
+            .iter()
+            .filter(|i| matches!(i.kind, ItemKind::Primary { min, .. } if min > 0))
+            .count();
+        Verifier {
+            problem,
+            count: vec![0; problem.items.len()],
+            color: vec![None; problem.items.len()],
+            touched: Vec::new(),
+            required,
+        }
+    }
+
+    /// Checks that `chosen` (option indices, strictly ascending) is a
+    /// solution (see [`Problem::verify`]).
+    pub fn verify(&mut self, chosen: &[usize]) -> Result<(), String> {
+        for item in self.touched.drain(..) {
+            self.count[item] = 0;
+            self.color[item] = None;
+        }
+        let problem = self.problem;
+        for (k, &o) in chosen.iter().enumerate() {
+            if k > 0 && chosen[k - 1] >= o {
+                return Err("option indices are not strictly ascending".into());
+            }
+            if o >= problem.options.len() {
                 return Err(format!("option {o} does not exist"));
             }
-            if self.is_dropped(o) {
+            if problem.is_dropped(o) {
                 return Err(format!("option {o} was dropped (no primary item)"));
             }
-            if !seen.insert(o) {
-                return Err(format!("option {o} chosen twice"));
-            }
-            for e in &self.options[o] {
-                count[e.item] += 1;
-                if !self.items[e.item].is_primary() {
-                    match (color[e.item], e.color) {
-                        (None, c) => color[e.item] = Some(c),
+            for e in &problem.options[o] {
+                if self.count[e.item] == 0 {
+                    self.touched.push(e.item);
+                }
+                self.count[e.item] += 1;
+                if !problem.items[e.item].is_primary() {
+                    match (self.color[e.item], e.color) {
+                        (None, c) => self.color[e.item] = Some(c),
                         (Some(Some(a)), Some(b)) if a == b => {}
                         _ => {
                             return Err(format!(
                                 "secondary item {:?} is used with conflicting colors",
-                                self.items[e.item].name
+                                problem.items[e.item].name
                             ))
                         }
                     }
                 }
             }
         }
-        for (i, item) in self.items.iter().enumerate() {
-            if let ItemKind::Primary { min, max } = item.kind {
-                if count[i] < min || count[i] > max {
+        let mut covered = 0;
+        for &i in &self.touched {
+            if let ItemKind::Primary { min, max } = problem.items[i].kind {
+                if self.count[i] < min || self.count[i] > max {
                     return Err(format!(
                         "primary item {:?} is covered {} times, outside [{min}, {max}]",
-                        item.name, count[i]
+                        problem.items[i].name, self.count[i]
                     ));
                 }
+                if min > 0 {
+                    covered += 1;
+                }
             }
+        }
+        if covered < self.required {
+            let (item, min) = problem
+                .items
+                .iter()
+                .enumerate()
+                .find_map(|(i, item)| match item.kind {
+                    ItemKind::Primary { min, .. } if min > 0 && self.count[i] == 0 => {
+                        Some((item, min))
+                    }
+                    _ => None,
+                })
+                .expect("an uncovered item");
+            return Err(format!(
+                "primary item {:?} is covered 0 times, outside [{min}, {}]",
+                item.name,
+                match item.kind {
+                    ItemKind::Primary { max, .. } => max,
+                    ItemKind::Secondary => 0,
+                }
+            ));
         }
         Ok(())
     }

@@ -470,14 +470,17 @@ impl Session {
         }
         let job = lease.job.clone();
         let solutions: Vec<Vec<u32>> = found.solutions.into_iter().map(|s| s.indices).collect();
-        for (k, options) in solutions.iter().enumerate() {
-            crate::run::verify_solution(
-                &job.problem,
-                job.spec.condition.as_deref(),
-                found.first.saturating_add(k as u64),
-                options,
-            )
-            .map_err(|e| End::Protocol(format!("found: {e}")))?;
+        if !solutions.is_empty() {
+            let mut verifier = xcc::problem::Verifier::new(&job.problem);
+            for (k, options) in solutions.iter().enumerate() {
+                crate::run::verify_solution(
+                    &mut verifier,
+                    job.spec.condition.as_deref(),
+                    found.first.saturating_add(k as u64),
+                    options,
+                )
+                .map_err(|e| End::Protocol(format!("found: {e}")))?;
+            }
         }
         let known = lease
             .ledger
