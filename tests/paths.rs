@@ -131,7 +131,20 @@ fn printed_grids(output: &str) -> Vec<String> {
 }
 
 fn cli(case: &Case, extra: &[&str]) -> Vec<String> {
-    let mut args = vec!["puzzle", "solve", case.kind.name(), "-", "--all", "--quiet"];
+    printed_grids(&cli_output(case, &[&["--all"], extra].concat()))
+}
+
+/// What `xccd puzzle solve --count` prints.
+fn cli_count(case: &Case, extra: &[&str]) -> usize {
+    let output = cli_output(case, &[&["--count"], extra].concat());
+    output
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("not a count: {output:?}\n{case}"))
+}
+
+fn cli_output(case: &Case, extra: &[&str]) -> String {
+    let mut args = vec!["puzzle", "solve", case.kind.name(), "-", "--quiet"];
     if case.weak {
         args.push("--weak");
     }
@@ -156,7 +169,7 @@ fn cli(case: &Case, extra: &[&str]) -> Vec<String> {
         "xccd {args:?}: {}\n{case}",
         String::from_utf8_lossy(&output.stderr)
     );
-    printed_grids(&String::from_utf8(output.stdout).expect("UTF-8 output"))
+    String::from_utf8(output.stdout).expect("UTF-8 output")
 }
 
 /// The pool in this process, the way the server submits a puzzle.
@@ -387,10 +400,14 @@ async fn every_path_gives_the_brute_force_solutions() {
     for (case, expected) in cases.iter().zip(&expected) {
         grpc("server", &mut client, case, expected).await;
         let (owned, url) = (case.clone(), url.clone());
-        let printed = tokio::task::spawn_blocking(move || cli(&owned, &["--server", &url]))
-            .await
-            .unwrap();
+        let (printed, counted) = tokio::task::spawn_blocking(move || {
+            let server = ["--server", url.as_str()];
+            (cli(&owned, &server), cli_count(&owned, &server))
+        })
+        .await
+        .unwrap();
         same("CLI --server", case, expected, printed);
+        assert_eq!(counted, expected.len(), "CLI --count --server\n{case}");
     }
     served.shutdown().await.expect("clean shutdown");
     let server_time = started.elapsed() - local;

@@ -303,18 +303,22 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
         }
     };
     written(write_error)?;
+    // Printed solutions are counted as they come; counted ones (a pool or a
+    // server counting only sends none) by the search's summary.
+    let solutions = if args.count {
+        stats.solutions
+    } else {
+        grids.count
+    };
     if args.count {
-        let _ = writeln!(grids.out, "{}", grids.count);
+        let _ = writeln!(grids.out, "{solutions}");
     }
     flush(grids.out)?;
-    if grids.count == 0 {
+    if solutions == 0 {
         eprintln!("no solution");
     }
     if !args.quiet {
-        let stats = Stats {
-            solutions: grids.count,
-            ..stats
-        };
+        let stats = Stats { solutions, ..stats };
         eprintln!("{}", altogether(&stats, start.elapsed()));
     }
     Ok(())

@@ -38,16 +38,19 @@ def pb(tmp_path_factory):
             f"--python_out={out}",
             f"--grpc_python_out={out}",
             str(PROTO_ROOT / "xccd" / "v1" / "solver.proto"),
+            str(PROTO_ROOT / "xccd" / "v1" / "puzzles.proto"),
         ]
     )
-    assert rc == 0, "protoc failed on solver.proto"
+    assert rc == 0, "protoc failed on the protos"
     sys.path.insert(0, str(out))
     try:
         pb2 = importlib.import_module("xccd.v1.solver_pb2")
         pb2_grpc = importlib.import_module("xccd.v1.solver_pb2_grpc")
+        puzzles = importlib.import_module("xccd.v1.puzzles_pb2")
+        puzzles_grpc = importlib.import_module("xccd.v1.puzzles_pb2_grpc")
     finally:
         sys.path.remove(str(out))
-    return SimpleNamespace(pb2=pb2, grpc=pb2_grpc)
+    return SimpleNamespace(pb2=pb2, grpc=pb2_grpc, puzzles=puzzles, puzzles_grpc=puzzles_grpc)
 
 
 @pytest.fixture(scope="session")
@@ -61,6 +64,13 @@ def stub(pb):
     except grpc.FutureTimeoutError:
         pytest.fail(f"no xccd server answers at {addr}")
     yield pb.grpc.SolverServiceStub(channel)
+    channel.close()
+
+
+@pytest.fixture(scope="session")
+def puzzles(pb):
+    channel = grpc.insecure_channel(os.environ["XCCD_ADDR"])
+    yield pb.puzzles_grpc.PuzzleServiceStub(channel)
     channel.close()
 
 
@@ -212,3 +222,78 @@ def test_missing_problem_is_invalid_argument(pb, stub):
         stub.Solve(pb.pb2.SolveRequest(limit=1), timeout=TIMEOUT)
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "problem" in error.value.details()
+
+
+HITORI = "2 2 1 4\n1 3 3 2\n4 1 2 2\n3 4 4 1\n"
+
+
+def hitori_ok(puzzle, solved):
+    """The rules of hitori, checked here: the white cells keep their numbers,
+    no number twice in a row or column among them, no two black cells side
+    by side, and the white cells connected."""
+    given = [line.split() for line in puzzle.splitlines()]
+    grid = [line.split() for line in solved.splitlines()]
+    n = len(given)
+    assert len(grid) == n and all(len(row) == n for row in grid), solved
+    white = {(r, c) for r in range(n) for c in range(n) if grid[r][c] != "#"}
+    for r, c in white:
+        assert grid[r][c] == given[r][c], solved
+    for k in range(n):
+        row = [grid[k][c] for c in range(n) if (k, c) in white]
+        col = [grid[r][k] for r in range(n) if (r, k) in white]
+        if len(set(row)) < len(row) or len(set(col)) < len(col):
+            return False
+    black = {(r, c) for r in range(n) for c in range(n)} - white
+    if any((r + 1, c) in black or (r, c + 1) in black for r, c in black):
+        return False
+    start = next(iter(white))
+    seen, todo = {start}, [start]
+    while todo:
+        r, c = todo.pop()
+        for cell in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+            if cell in white and cell not in seen:
+                seen.add(cell)
+                todo.append(cell)
+    return seen == white
+
+
+def test_solve_puzzle_hitori_keeps_white_cells_connected(pb, puzzles):
+    response = puzzles.SolvePuzzle(
+        pb.puzzles.SolvePuzzleRequest(
+            puzzle=pb.puzzles.Puzzle(kind=pb.puzzles.PUZZLE_KIND_HITORI, text=HITORI),
+            limit=100,
+        ),
+        timeout=TIMEOUT,
+    )
+    assert response.exhausted
+    texts = [s.text for s in response.solutions]
+    assert len(texts) == 2 and len(set(texts)) == 2, texts
+    for text in texts:
+        assert hitori_ok(HITORI, text), text
+
+
+def test_enumerate_puzzle_in_batches_and_counts(pb, puzzles):
+    blank = pb.puzzles.Puzzle(kind=pb.puzzles.PUZZLE_KIND_SLITHERLINK, text="..\n..\n")
+    drawings, summaries = [], []
+    for response in puzzles.EnumeratePuzzle(
+        pb.puzzles.EnumeratePuzzleRequest(puzzle=blank, batch_size=4), timeout=TIMEOUT
+    ):
+        kind = response.WhichOneof("event")
+        if kind == "solutions":
+            assert 1 <= len(response.solutions.solutions) <= 4
+            drawings.extend(s.text for s in response.solutions.solutions)
+        elif kind == "summary":
+            summaries.append(response.summary)
+    # Every simple loop on a 2x2 grid of cells, never the empty drawing.
+    assert len(drawings) == 13 and len(set(drawings)) == 13
+    assert all("-" in d for d in drawings)
+    assert len(summaries) == 1 and summaries[0].solutions == 13
+    counted = list(
+        puzzles.EnumeratePuzzle(
+            pb.puzzles.EnumeratePuzzleRequest(puzzle=blank, count_only=True), timeout=TIMEOUT
+        )
+    )
+    assert [r.WhichOneof("event") for r in counted if r.WhichOneof("event") != "progress"] == [
+        "summary"
+    ]
+    assert counted[-1].summary.solutions == 13
