@@ -1,6 +1,7 @@
 //! Compiles the gRPC contract in `proto/` with protox, a protobuf compiler
 //! written in Rust, so that building needs no system `protoc`. The encoded
-//! descriptor set is kept for server reflection.
+//! descriptors of the public API (not of the workers' protocol) are kept for
+//! server reflection.
 
 use std::path::PathBuf;
 
@@ -13,9 +14,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=proto");
     let descriptors = protox::compile(files, ["proto"])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
+    // Reflection lists what clients may call: the workers' protocol is
+    // served on its own listener and left out.
+    let public = protox::compile(&files[..2], ["proto"])?;
     std::fs::write(
         out.join("xccd_descriptor.bin"),
-        prost::Message::encode_to_vec(&descriptors),
+        prost::Message::encode_to_vec(&public),
     )?;
     tonic_prost_build::configure().compile_fds(descriptors)?;
     Ok(())

@@ -21,6 +21,7 @@ use tonic::transport::Channel;
 use tonic::{Code, Status, Streaming};
 use xccd::service::cluster::proto as wire;
 use xccd::service::cluster::{ClusterConfig, WorkerConfig};
+use xccd::service::credentials::WorkerToken;
 use xccd::service::proto as pb;
 use xccd::service::server::{start, RunningServer, ServeConfig};
 use xccd::service::{JobSpec, PoolConfig};
@@ -68,14 +69,24 @@ fn all_solutions(problem: &Problem) -> BTreeSet<Vec<u32>> {
         .collect()
 }
 
-/// A coordinator with no local threads and quick heartbeats.
+/// The token the test coordinators ask of their workers.
+const TOKEN: &str = "cluster-test-worker-token";
+
+fn token() -> WorkerToken {
+    WorkerToken::new(TOKEN).unwrap()
+}
+
+/// A coordinator with no local threads and quick heartbeats; workers
+/// connect to `workers` with the token.
 async fn coordinator(
     listen: SocketAddr,
+    workers: SocketAddr,
     lease_timeout: Duration,
     max_attempts: u32,
 ) -> RunningServer {
     start(ServeConfig {
         listen,
+        worker_listen: Some(workers),
         pool: PoolConfig {
             threads: 0,
             max_jobs: 16,
@@ -85,6 +96,7 @@ async fn coordinator(
         cluster: ClusterConfig {
             heartbeat_interval: Duration::from_millis(100),
             lease_timeout,
+            token: Some(token()),
         },
         ..ServeConfig::default()
     })
@@ -133,6 +145,7 @@ impl WorkerProcess {
             ])
             .args(["--name", name])
             .env("RUST_LOG", "info")
+            .env("XCCD_WORKER_TOKEN", TOKEN)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(log).expect("a log file"))
@@ -252,9 +265,9 @@ fn check_exact(name: &str, delivered: &Delivered, expected: &BTreeSet<Vec<u32>>)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_worker_processes_give_the_in_process_results() {
     let _serial = SERIAL.lock().await;
-    let server = coordinator(any_port(), Duration::from_secs(2), 3).await;
+    let server = coordinator(any_port(), any_port(), Duration::from_secs(2), 3).await;
     let workers: Vec<WorkerProcess> = (1..=3)
-        .map(|i| WorkerProcess::start(server.addr, &format!("three-{i}")))
+        .map(|i| WorkerProcess::start(server.worker_addr.unwrap(), &format!("three-{i}")))
         .collect();
     let pool = server.pool.clone();
     wait_for("three workers join", Duration::from_secs(30), || {
@@ -326,11 +339,12 @@ impl Rng {
 async fn stream_under_random_faults(seed: u64, count_only: bool) -> (u64, u32) {
     // Losses may hit one task several times here: allow many attempts.
     let lease_timeout = Duration::from_millis(600);
-    let server = coordinator(any_port(), lease_timeout, 50).await;
+    let server = coordinator(any_port(), any_port(), lease_timeout, 50).await;
     let addr = server.addr;
+    let worker_addr = server.worker_addr.expect("a worker listener");
     let pool = server.pool.clone();
     let mut workers: Vec<WorkerProcess> = (1..=3)
-        .map(|i| WorkerProcess::start(addr, &format!("fault{seed}-{i}")))
+        .map(|i| WorkerProcess::start(worker_addr, &format!("fault{seed}-{i}")))
         .collect();
     wait_for("three workers join", Duration::from_secs(30), || {
         pool.remote_slots() == 3
@@ -367,7 +381,7 @@ async fn stream_under_random_faults(seed: u64, count_only: bool) -> (u64, u32) {
                 started += 1;
                 let name = format!("fault{seed}-{started}");
                 let what = format!("kill -9 {}, start {name}", workers[victim].name);
-                workers[victim] = WorkerProcess::start(addr, &name);
+                workers[victim] = WorkerProcess::start(worker_addr, &name);
                 what
             }
             2 if stopped.is_none() => {
@@ -379,7 +393,7 @@ async fn stream_under_random_faults(seed: u64, count_only: bool) -> (u64, u32) {
             _ if workers.len() < 5 => {
                 started += 1;
                 let name = format!("fault{seed}-{started}");
-                workers.push(WorkerProcess::start(addr, &name));
+                workers.push(WorkerProcess::start(worker_addr, &name));
                 format!("late worker {name}")
             }
             _ => continue,
@@ -455,9 +469,9 @@ async fn killed_stalled_and_late_workers_change_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_drains_on_sigterm_and_loses_nothing() {
     let _serial = SERIAL.lock().await;
-    let server = coordinator(any_port(), Duration::from_secs(2), 3).await;
+    let server = coordinator(any_port(), any_port(), Duration::from_secs(2), 3).await;
     let pool = server.pool.clone();
-    let mut first = WorkerProcess::start(server.addr, "drain-1");
+    let mut first = WorkerProcess::start(server.worker_addr.unwrap(), "drain-1");
     wait_for("the worker joins", Duration::from_secs(30), || {
         pool.remote_slots() == 1
     })
@@ -490,7 +504,7 @@ async fn a_worker_drains_on_sigterm_and_loses_nothing() {
     assert_eq!(pool.active_jobs(), 1, "the job waits for a worker");
     assert!(pool.queued_tasks() >= 1, "the drained work is queued");
     assert_eq!(pool.tasks_lost(), 0, "draining loses no run");
-    let _second = WorkerProcess::start(server.addr, "drain-2");
+    let _second = WorkerProcess::start(server.worker_addr.unwrap(), "drain-2");
     let (delivered, status) = reading.await.unwrap();
     assert!(status.is_none(), "{status:?}");
     assert_eq!(delivered.summary.reason, pb::EndReason::Complete as i32);
@@ -501,9 +515,10 @@ async fn a_worker_drains_on_sigterm_and_loses_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_reconnects_after_the_coordinator_restarts() {
     let _serial = SERIAL.lock().await;
-    let server = coordinator(any_port(), Duration::from_secs(2), 3).await;
+    let server = coordinator(any_port(), any_port(), Duration::from_secs(2), 3).await;
     let addr = server.addr;
-    let _worker = WorkerProcess::start(addr, "reconnect");
+    let workers = server.worker_addr.expect("a worker listener");
+    let _worker = WorkerProcess::start(workers, "reconnect");
     let pool = server.pool.clone();
     wait_for("the worker joins", Duration::from_secs(30), || {
         pool.remote_slots() == 1
@@ -515,7 +530,7 @@ async fn a_worker_reconnects_after_the_coordinator_restarts() {
     server.shutdown().await.expect("clean shutdown");
     drop(client);
     // A new coordinator on the same address: the worker finds it.
-    let server = coordinator(addr, Duration::from_secs(2), 3).await;
+    let server = coordinator(addr, workers, Duration::from_secs(2), 3).await;
     let pool = server.pool.clone();
     wait_for("the worker comes back", Duration::from_secs(30), || {
         pool.remote_slots() == 1
@@ -555,7 +570,7 @@ impl FakeWorker {
         .await
         .unwrap();
         let inbound = client
-            .work(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .work(with_token(tokio_stream::wrappers::ReceiverStream::new(rx)))
             .await
             .expect("the coordinator takes the worker")
             .into_inner();
@@ -603,6 +618,7 @@ impl InProcessWorker {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let mut config = WorkerConfig::new(format!("http://{addr}"));
         config.threads = 1;
+        config.token = Some(token());
         let task = tokio::spawn(xccd::service::cluster::worker::run(
             config,
             Arc::new(()),
@@ -624,6 +640,15 @@ impl InProcessWorker {
     }
 }
 
+/// A request carrying the workers' token.
+fn with_token<T>(message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", token().header().parse().unwrap());
+    request
+}
+
 fn message(kind: ToCoordinator) -> wire::WorkerMessage {
     wire::WorkerMessage { kind: Some(kind) }
 }
@@ -631,14 +656,14 @@ fn message(kind: ToCoordinator) -> wire::WorkerMessage {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_that_keeps_losing_its_workers_fails_its_job() {
     let _serial = SERIAL.lock().await;
-    let server = coordinator(any_port(), Duration::from_secs(2), 3).await;
+    let server = coordinator(any_port(), any_port(), Duration::from_secs(2), 3).await;
     let mut client = connect(server.addr).await;
     let stream = open(&mut client, &instance("queens8"), true).await;
     let reading = tokio::spawn(drain(stream));
     let mut epochs = Vec::new();
     for _ in 0..3 {
         // Take the task and vanish, as a worker that crashes on it would.
-        let mut fake = FakeWorker::connect(server.addr).await;
+        let mut fake = FakeWorker::connect(server.worker_addr.unwrap()).await;
         let lease = fake.next_lease().await;
         epochs.push(lease.lease.unwrap().epoch);
         drop(fake);
@@ -665,14 +690,15 @@ async fn a_task_that_keeps_losing_its_workers_fails_its_job() {
 async fn reports_on_leases_not_held_are_ignored_and_delivery_stays_exact() {
     let _serial = SERIAL.lock().await;
     let lease_timeout = Duration::from_millis(500);
-    let server = coordinator(any_port(), lease_timeout, 5).await;
+    let server = coordinator(any_port(), any_port(), lease_timeout, 5).await;
     let addr = server.addr;
+    let workers = server.worker_addr.expect("a worker listener");
     let mut client = connect(addr).await;
     let stream = open(&mut client, &instance("queens8"), true).await;
     let reading = tokio::spawn(drain(stream));
 
     // A takes the task, reports 5 solutions, then goes silent.
-    let mut a = FakeWorker::connect(addr).await;
+    let mut a = FakeWorker::connect(workers).await;
     let lease = a.next_lease().await;
     let old = lease.lease.unwrap();
     assert_eq!((old.epoch, lease.skip), (0, 0));
@@ -704,7 +730,7 @@ async fn reports_on_leases_not_held_are_ignored_and_delivery_stays_exact() {
 
     // A comes back: it gets the task again, with the 5 solutions to skip,
     // and its reports on the old lease change nothing.
-    let mut a = FakeWorker::connect(addr).await;
+    let mut a = FakeWorker::connect(workers).await;
     let again = a.next_lease().await;
     let new = again.lease.unwrap();
     assert_eq!(again.skip, 5, "the rerun skips what was delivered");
@@ -748,7 +774,7 @@ async fn reports_on_leases_not_held_are_ignored_and_delivery_stays_exact() {
         ..Default::default()
     }))
     .await;
-    let real = InProcessWorker::start(addr);
+    let real = InProcessWorker::start(workers);
     let (delivered, status) = reading.await.unwrap();
     assert!(status.is_none(), "{status:?}");
     assert_eq!(delivered.summary.reason, pb::EndReason::Complete as i32);
@@ -765,8 +791,8 @@ async fn reports_on_leases_not_held_are_ignored_and_delivery_stays_exact() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_must_say_hello_in_the_right_protocol() {
     let _serial = SERIAL.lock().await;
-    let server = coordinator(any_port(), Duration::from_secs(2), 3).await;
-    let channel = Channel::from_shared(format!("http://{}", server.addr))
+    let server = coordinator(any_port(), any_port(), Duration::from_secs(2), 3).await;
+    let channel = Channel::from_shared(format!("http://{}", server.worker_addr.unwrap()))
         .unwrap()
         .connect()
         .await
@@ -792,20 +818,96 @@ async fn a_worker_must_say_hello_in_the_right_protocol() {
     ] {
         let first = message(ToCoordinator::Hello(hello));
         let status = client
-            .work(tokio_stream::iter([first]))
+            .work(with_token(tokio_stream::iter([first])))
             .await
             .expect_err("refused");
         assert_eq!(status.code(), code, "{}", status.message());
     }
     let heartbeat = message(ToCoordinator::Heartbeat(wire::Heartbeat::default()));
     let status = client
-        .work(tokio_stream::iter([heartbeat]))
+        .work(with_token(tokio_stream::iter([heartbeat])))
         .await
         .expect_err("refused");
     assert_eq!(status.code(), Code::InvalidArgument);
     assert!(status.message().contains("Hello"), "{}", status.message());
     assert_eq!(server.pool.remote_slots(), 0);
     server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_must_authenticate_on_their_own_listener() {
+    let _serial = SERIAL.lock().await;
+    let server = coordinator(any_port(), any_port(), Duration::from_secs(2), 3).await;
+    let workers = server.worker_addr.unwrap();
+    assert_ne!(workers, server.addr);
+    let hello = || {
+        tokio_stream::iter([message(ToCoordinator::Hello(wire::Hello {
+            name: "intruder".into(),
+            threads: 1,
+            protocol: wire::PROTOCOL_VERSION,
+        }))])
+    };
+    let channel = Channel::from_shared(format!("http://{workers}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut client = wire::coordinator_client::CoordinatorClient::new(channel);
+    // No token, a wrong one, a near miss, the right one without "Bearer".
+    for header in [
+        None,
+        Some("Bearer wrong-token-0123456789"),
+        Some("Bearer cluster-test-worker-tokeN"),
+        Some(TOKEN),
+    ] {
+        let mut request = tonic::Request::new(hello());
+        if let Some(value) = header {
+            request
+                .metadata_mut()
+                .insert("authorization", value.parse().unwrap());
+        }
+        let status = client.work(request).await.expect_err("refused");
+        assert_eq!(
+            status.code(),
+            Code::Unauthenticated,
+            "{header:?}: {status:?}"
+        );
+    }
+    assert_eq!(server.pool.remote_slots(), 0);
+    // The public port does not speak the workers' protocol at all.
+    let channel = Channel::from_shared(format!("http://{}", server.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let status = wire::coordinator_client::CoordinatorClient::new(channel)
+        .work(with_token(hello()))
+        .await
+        .expect_err("not served here");
+    assert_eq!(status.code(), Code::Unimplemented, "{status:?}");
+    // A worker process with the wrong token gives up, saying why.
+    let output = Command::new(XCCD)
+        .args(["worker", "--coordinator", &format!("http://{workers}")])
+        .env("XCCD_WORKER_TOKEN", "wrong-token-0123456789")
+        .output()
+        .expect("run xccd worker");
+    assert_eq!(output.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("refused") && err.contains("token"), "{err}");
+    server.shutdown().await.expect("clean shutdown");
+
+    // A pure coordinator with no way to authenticate workers does not start.
+    let refused = start(ServeConfig {
+        listen: any_port(),
+        pool: PoolConfig {
+            threads: 0,
+            ..PoolConfig::default()
+        },
+        ..ServeConfig::default()
+    })
+    .await;
+    let error = refused.err().expect("no credentials, no coordinator");
+    assert!(error.to_string().contains("XCCD_WORKER_TOKEN"), "{error}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -820,7 +922,7 @@ async fn side_conditions_given_as_code_only_need_local_threads() {
         }
     }
     let _serial = SERIAL.lock().await;
-    let server = coordinator(any_port(), Duration::from_secs(2), 3).await;
+    let server = coordinator(any_port(), any_port(), Duration::from_secs(2), 3).await;
     let refused = server.pool.submit(
         Arc::new(parse(&instance("queens8"))),
         JobSpec {
@@ -841,12 +943,13 @@ async fn side_conditions_given_as_code_only_need_local_threads() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_problem_goes_to_a_worker_once_and_checkpoints_are_queued() {
     let _serial = SERIAL.lock().await;
-    let server = coordinator(any_port(), Duration::from_secs(2), 3).await;
+    let server = coordinator(any_port(), any_port(), Duration::from_secs(2), 3).await;
     let addr = server.addr;
+    let workers = server.worker_addr.expect("a worker listener");
     let mut client = connect(addr).await;
     let stream = open(&mut client, &instance("queens8"), true).await;
     let reading = tokio::spawn(drain(stream));
-    let mut a = FakeWorker::connect(addr).await;
+    let mut a = FakeWorker::connect(workers).await;
     let digest = match a.next().await {
         FromCoordinator::Problem(data) => {
             assert_eq!(data.digest, wire::digest(&data.dlx));
@@ -895,7 +998,7 @@ async fn a_problem_goes_to_a_worker_once_and_checkpoints_are_queued() {
     }))
     .await;
     // A real worker runs both halves: the count is the whole tree's.
-    let real = InProcessWorker::start(addr);
+    let real = InProcessWorker::start(workers);
     let (delivered, status) = reading.await.unwrap();
     assert!(status.is_none(), "{status:?}");
     assert_eq!(delivered.summary.reason, pb::EndReason::Complete as i32);

@@ -34,6 +34,7 @@ use tonic::transport::Channel;
 use xccd::puzzles::{self, Encoded, FutoshikiEncoding, Kind, Puzzle};
 use xccd::run::SideCondition;
 use xccd::service::cluster::ClusterConfig;
+use xccd::service::credentials::WorkerToken;
 use xccd::service::job::Event;
 use xccd::service::proto as pb;
 use xccd::service::proto::puzzle_service_client::PuzzleServiceClient;
@@ -42,6 +43,8 @@ use xccd::service::server::{start, RunningServer, ServeConfig};
 use xccd::service::{Delivery, JobSpec, Pool, PoolConfig};
 
 const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
+/// The token the cluster's workers present.
+const TOKEN: &str = "paths-test-worker-token";
 /// Polls this often: small searches still split into many tasks.
 const POLL_NODES: u64 = 8;
 
@@ -308,7 +311,9 @@ async fn server(threads: usize) -> RunningServer {
         cluster: ClusterConfig {
             heartbeat_interval: Duration::from_millis(100),
             lease_timeout: Duration::from_secs(2),
+            token: Some(WorkerToken::new(TOKEN).unwrap()),
         },
+        worker_listen: (threads == 0).then(|| "127.0.0.1:0".parse().unwrap()),
         ..ServeConfig::default()
     })
     .await
@@ -334,6 +339,7 @@ impl Worker {
             Command::new(XCCD)
                 .args(["worker", "--coordinator", &format!("http://{addr}")])
                 .args(["--threads", "1", "--name", name])
+                .env("XCCD_WORKER_TOKEN", TOKEN)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(std::fs::File::create(log).expect("a log file"))
@@ -416,8 +422,8 @@ async fn every_path_gives_the_brute_force_solutions() {
     let coordinator = server(0).await;
     let mut client = connect(coordinator.addr).await;
     let mut workers = vec![
-        Worker::start(coordinator.addr, "a"),
-        Worker::start(coordinator.addr, "b"),
+        Worker::start(coordinator.worker_addr.unwrap(), "a"),
+        Worker::start(coordinator.worker_addr.unwrap(), "b"),
     ];
     wait_for("two workers", || coordinator.pool.remote_slots() == 2).await;
     let half = cases.len() / 2;
@@ -476,7 +482,7 @@ async fn kill_mid_enumeration(
                     let mut victim = workers.remove(0);
                     victim.0.kill().expect("SIGKILL");
                     victim.0.wait().expect("reaped");
-                    workers.push(Worker::start(coordinator.addr, "c"));
+                    workers.push(Worker::start(coordinator.worker_addr.unwrap(), "c"));
                 }
             }
             Some(pb::enumerate_puzzle_response::Event::Summary(s)) => summary = Some(s),

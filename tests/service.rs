@@ -1903,6 +1903,12 @@ async fn health_and_reflection() {
     let names: Vec<&str> = list.service.iter().map(|s| s.name.as_str()).collect();
     eprintln!("reflection lists {names:?}");
     assert!(names.contains(&"xccd.v1.SolverService"), "{names:?}");
+    assert!(names.contains(&"xccd.v1.PuzzleService"), "{names:?}");
+    // The workers' protocol is served on its own listener, not listed here.
+    assert!(
+        !names.iter().any(|n| n.starts_with("xccd.cluster")),
+        "{names:?}"
+    );
     assert!(names.contains(&"grpc.health.v1.Health"), "{names:?}");
 
     // The solver's descriptors are served too.

@@ -14,11 +14,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use xccd::service::cluster::ClusterConfig;
+use xccd::service::credentials::WorkerToken;
 use xccd::service::server::{start, RunningServer, ServeConfig};
 use xccd::service::{Pool, PoolConfig};
 
 use super::bench_service::count;
 use super::CliError;
+
+/// The token of this benchmark's workers (loopback only, for one run).
+const TOKEN: &str = "bench-cluster-worker-token";
 
 fn failed(e: impl std::fmt::Display) -> CliError {
     CliError::Failed(e.to_string())
@@ -32,10 +36,11 @@ impl Workers {
             .args([
                 "worker",
                 "--coordinator",
-                &format!("http://{}", server.addr),
+                &format!("http://{}", server.worker_addr.expect("a worker listener")),
             ])
             .args(["--threads", "1"])
             .env("RUST_LOG", "warn")
+            .env("XCCD_WORKER_TOKEN", TOKEN)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -82,7 +87,10 @@ async fn run_async(dir: &Path, filter: Option<&str>) -> Result<(), CliError> {
             threads: 0,
             ..PoolConfig::default()
         },
-        cluster: ClusterConfig::default(),
+        cluster: ClusterConfig {
+            token: Some(WorkerToken::new(TOKEN).map_err(failed)?),
+            ..ClusterConfig::default()
+        },
         ..ServeConfig::default()
     })
     .await

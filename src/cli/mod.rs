@@ -6,6 +6,7 @@
 mod bench;
 mod bench_cluster;
 mod bench_service;
+mod credentials;
 mod pooled;
 mod progress;
 mod puzzle;

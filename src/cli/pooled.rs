@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tonic::Streaming;
+use xccd::service::credentials::{endpoint, ClientTls};
 use xccd::service::job::Event;
 use xccd::service::proto as pb;
 use xccd::service::proto::solver_service_client::SolverServiceClient;
@@ -149,12 +150,24 @@ fn status_error(url: &str, status: tonic::Status) -> CliError {
 }
 
 /// A channel to the server at `url`.
-pub async fn connect(url: &str) -> Result<tonic::transport::Channel, CliError> {
-    tonic::transport::Endpoint::from_shared(url.to_string())
-        .map_err(|e| CliError::BadInput(format!("--server {url:?}: {e}")))?
+pub async fn connect(url: &str, tls: &ClientTls) -> Result<tonic::transport::Channel, CliError> {
+    endpoint(url, tls)
+        .map_err(|e| CliError::BadInput(format!("--server: {e}")))?
         .connect()
         .await
-        .map_err(|e| CliError::Failed(format!("cannot connect to {url}: {e}")))
+        .map_err(|e| CliError::Failed(format!("cannot connect to {url}: {}", causes(&e))))
+}
+
+/// An error with its causes ("transport error: invalid peer certificate ...").
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    text
 }
 
 /// One message of a solution stream, whatever the RPC.
@@ -277,8 +290,9 @@ pub fn run_remote(
         ..Default::default()
     };
     let mut options = Vec::new();
+    let tls = args.tls.load()?;
     let ended = runtime()?.block_on(async {
-        let mut client = SolverServiceClient::new(connect(url).await?)
+        let mut client = SolverServiceClient::new(connect(url, &tls).await?)
             .max_decoding_message_size(64 << 20)
             .max_encoding_message_size(64 << 20);
         let stream = client
@@ -309,13 +323,14 @@ pub fn run_remote(
 /// solved grid's text to `each`.
 pub fn puzzle_remote(
     url: &str,
+    tls: &ClientTls,
     request: pb::EnumeratePuzzleRequest,
     quiet: bool,
     each: impl FnMut(pb::PuzzleSolution) -> io::Result<()>,
 ) -> Result<Ended, CliError> {
     runtime()?.block_on(async {
         let mut client = xccd::service::proto::puzzle_service_client::PuzzleServiceClient::new(
-            connect(url).await?,
+            connect(url, tls).await?,
         )
         .max_decoding_message_size(64 << 20)
         .max_encoding_message_size(64 << 20);

@@ -21,6 +21,7 @@ use xccd::service::puzzles_grpc::puzzle_message;
 use xccd::service::JobSpec;
 use xccd::xcc::{dlx_format, ProgressView, Stats, Task};
 
+use super::credentials::ClientTlsArgs;
 use super::pooled::{delivery, on_pool, puzzle_remote};
 use super::solve::{altogether, solution_limit};
 use super::CliError;
@@ -82,9 +83,12 @@ pub struct SolveArgs {
     /// then come in a different order from run to run).
     #[arg(long, value_name = "N", conflicts_with = "server")]
     pub threads: Option<usize>,
-    /// Run on an xccd server (for example http://127.0.0.1:50051).
+    /// Run on an xccd server (for example http://127.0.0.1:50051, or
+    /// https://... with --ca-cert).
     #[arg(long, value_name = "URL", env = "XCCD_SERVER")]
     pub server: Option<String>,
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
 }
 
 #[derive(Args, Debug)]
@@ -258,7 +262,8 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
             progress_interval_seconds: 0.2,
             ..Default::default()
         };
-        let ended = puzzle_remote(url, request, args.quiet, |solution| {
+        let tls = args.tls.load()?;
+        let ended = puzzle_remote(url, &tls, request, args.quiet, |solution| {
             grids.add(&solution.text)
         })?;
         (ended.stats, ended.write_error)

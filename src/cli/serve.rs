@@ -1,6 +1,7 @@
 //! `xccd serve`: the gRPC service with its worker pool, in one process.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -9,6 +10,7 @@ use xccd::service::grpc::ApiConfig;
 use xccd::service::server::{serve_until_signal, ServeConfig};
 use xccd::service::PoolConfig;
 
+use super::credentials::{read_pem, server_tls, worker_token};
 use super::CliError;
 
 #[derive(Args, Debug)]
@@ -47,6 +49,29 @@ pub struct ServeArgs {
     /// Largest DLX text accepted, in bytes.
     #[arg(long, env = "XCCD_MAX_PROBLEM_BYTES", default_value_t = 32 << 20)]
     pub max_problem_bytes: usize,
+    /// The server's certificate chain (PEM): serve the API over TLS (with
+    /// --tls-key). The workers' listener uses it too.
+    #[arg(long, value_name = "FILE", env = "XCCD_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// The key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", env = "XCCD_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    /// Require API clients to present a certificate signed by this CA (PEM).
+    #[arg(long, value_name = "FILE", env = "XCCD_TLS_CLIENT_CA")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// Where remote workers connect (never the API's port). Default: off,
+    /// except with --threads 0, where it is the API's address with the next
+    /// port.
+    #[arg(long, value_name = "ADDR", env = "XCCD_WORKER_LISTEN")]
+    pub worker_listen: Option<SocketAddr>,
+    /// Require workers to present a certificate signed by this CA (PEM;
+    /// needs --tls-cert).
+    #[arg(long, value_name = "FILE", env = "XCCD_WORKER_CLIENT_CA")]
+    pub worker_client_ca: Option<PathBuf>,
+    /// A file holding the token workers must present (or set the token
+    /// itself in XCCD_WORKER_TOKEN).
+    #[arg(long, value_name = "FILE", env = "XCCD_WORKER_TOKEN_FILE")]
+    pub worker_token_file: Option<PathBuf>,
     /// Log format on stderr (filter with RUST_LOG, default info).
     #[arg(long, env = "XCCD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -98,6 +123,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
     let cluster = ClusterConfig {
         heartbeat_interval: seconds("heartbeat-interval", args.heartbeat_interval)?,
         lease_timeout: seconds("lease-timeout", args.lease_timeout)?,
+        token: worker_token(args.worker_token_file.as_deref())?,
     };
     if cluster.lease_timeout < cluster.heartbeat_interval * 2 {
         return Err(CliError::BadInput(
@@ -113,10 +139,24 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         job_retention: Duration::from_secs(args.job_retention),
         metrics_listen: args.metrics_listen,
         cluster,
+        tls: server_tls(
+            args.tls_cert.as_deref(),
+            args.tls_key.as_deref(),
+            args.tls_client_ca.as_deref(),
+        )?,
+        worker_listen: args.worker_listen,
+        worker_client_ca: args
+            .worker_client_ca
+            .as_deref()
+            .map(|p| read_pem(p, "--worker-client-ca"))
+            .transpose()?,
     };
     let runtime = tokio::runtime::Runtime::new()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
     runtime
         .block_on(serve_until_signal(config))
-        .map_err(|e| CliError::Failed(format!("server: {e}")))
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidInput => CliError::BadInput(e.to_string()),
+            _ => CliError::Failed(format!("server: {e}")),
+        })
 }

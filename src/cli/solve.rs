@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use xccd::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, Stop, Taken};
 use xccd::xcc::{dlx_format, Problem, ProgressView, Stats, Task};
 
+use super::credentials::ClientTlsArgs;
 use super::CliError;
 
 #[derive(Args, Debug)]
@@ -42,9 +43,12 @@ pub struct SolveArgs {
     /// then come in a different order from run to run).
     #[arg(long, value_name = "N", conflicts_with = "server")]
     pub threads: Option<usize>,
-    /// Run on an xccd server (for example http://127.0.0.1:50051).
+    /// Run on an xccd server (for example http://127.0.0.1:50051, or
+    /// https://... with --ca-cert).
     #[arg(long, value_name = "URL", env = "XCCD_SERVER")]
     pub server: Option<String>,
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -10,6 +10,7 @@ use xccd::service::cluster::worker::{self, ConnectionObserver};
 use xccd::service::cluster::{WorkerConfig, WorkerError};
 use xccd::service::server::shutdown_signal;
 
+use super::credentials::{worker_token, ClientTlsArgs};
 use super::serve::{init_logging, LogFormat};
 use super::CliError;
 
@@ -28,6 +29,12 @@ pub struct WorkerArgs {
     /// coordinator (a readiness probe), NOT_SERVING otherwise.
     #[arg(long, env = "XCCD_HEALTH_LISTEN")]
     pub health_listen: Option<SocketAddr>,
+    /// A file holding the coordinator's worker token (or set the token
+    /// itself in XCCD_WORKER_TOKEN).
+    #[arg(long, value_name = "FILE", env = "XCCD_WORKER_TOKEN_FILE")]
+    pub worker_token_file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
     /// Log format on stderr (filter with RUST_LOG, default info).
     #[arg(long, env = "XCCD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -62,6 +69,8 @@ pub fn run(args: WorkerArgs) -> Result<(), CliError> {
         None => {} // one per core, the config's default
     }
     config.name = args.name.unwrap_or_else(host_name);
+    config.token = worker_token(args.worker_token_file.as_deref())?;
+    config.tls = args.tls.load()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(config.threads + 4)
@@ -95,7 +104,7 @@ pub fn run(args: WorkerArgs) -> Result<(), CliError> {
         worker::run(config, observer, shutdown_signal())
             .await
             .map_err(|e| match e {
-                WorkerError::BadUrl { .. } => CliError::BadInput(e.to_string()),
+                WorkerError::BadUrl(_) => CliError::BadInput(e.to_string()),
                 WorkerError::Refused(_) => CliError::Failed(e.to_string()),
             })
     })

@@ -9,6 +9,7 @@
 
 pub mod cluster;
 pub mod convert;
+pub mod credentials;
 pub mod grpc;
 pub mod job;
 pub mod jobs;

@@ -3,5 +3,6 @@
 
 tonic::include_proto!("xccd.v1");
 
-/// The encoded descriptors of the protos, for server reflection.
+/// The encoded descriptors of the public API's protos (not the workers'
+/// protocol), for server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("xccd_descriptor");

@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::cluster::{ClusterConfig, CoordinatorApi};
+use super::credentials::ServerTls;
 use super::grpc::{ApiConfig, SolverApi};
 use super::jobs::JobRegistry;
 use super::pool::{Pool, PoolConfig};
@@ -32,8 +33,16 @@ pub struct ServeConfig {
     pub job_retention: Duration,
     /// Where to serve Prometheus metrics (`/metrics`), if anywhere.
     pub metrics_listen: Option<SocketAddr>,
-    /// Remote workers' heartbeats and leases.
+    /// Remote workers' heartbeats, leases and token.
     pub cluster: ClusterConfig,
+    /// TLS on the public API and on the workers' listener.
+    pub tls: Option<ServerTls>,
+    /// Where remote workers connect: never the public port. `None` serves
+    /// no worker, except on a pure coordinator (no local threads), which
+    /// listens for them next to the public port (see [`ServeConfig::workers_at`]).
+    pub worker_listen: Option<SocketAddr>,
+    /// Workers must present a certificate signed by this CA (with `tls`).
+    pub worker_client_ca: Option<Vec<u8>>,
 }
 
 impl Default for ServeConfig {
@@ -45,7 +54,28 @@ impl Default for ServeConfig {
             job_retention: Duration::from_secs(600),
             metrics_listen: None,
             cluster: ClusterConfig::default(),
+            tls: None,
+            worker_listen: None,
+            worker_client_ca: None,
         }
+    }
+}
+
+impl ServeConfig {
+    /// Where the workers' listener listens, if there is one: `worker_listen`,
+    /// or on a pure coordinator the public address with the next port (an
+    /// ephemeral one when the public port is).
+    pub fn workers_at(&self) -> Option<SocketAddr> {
+        self.worker_listen.or_else(|| {
+            (self.pool.threads == 0).then(|| {
+                let mut addr = self.listen;
+                addr.set_port(match addr.port() {
+                    0 => 0,
+                    port => port.wrapping_add(1),
+                });
+                addr
+            })
+        })
     }
 }
 
@@ -53,9 +83,12 @@ impl Default for ServeConfig {
 pub struct RunningServer {
     /// The address it listens on (useful with port 0).
     pub addr: SocketAddr,
+    /// Where remote workers connect, if they may.
+    pub worker_addr: Option<SocketAddr>,
     pub pool: Arc<Pool>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), tonic::transport::Error>>,
+    worker_task: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
 }
 
 impl RunningServer {
@@ -65,16 +98,62 @@ impl RunningServer {
             let _ = stop.send(());
         }
         let result = (&mut self.task).await.expect("server task panicked");
+        if let Some(workers) = self.worker_task.take() {
+            workers.await.expect("worker listener task panicked")?;
+        }
         let pool = self.pool.clone();
         let _ = tokio::task::spawn_blocking(move || pool.shutdown()).await;
         result
     }
 }
 
+fn setup_error(message: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidInput, message)
+}
+
 /// Binds and starts serving in the background.
 pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
+    let workers_at = config.workers_at();
+    if workers_at.is_some() {
+        if config.worker_client_ca.is_some() && config.tls.is_none() {
+            return Err(setup_error(
+                "worker client certificates need TLS: give the server's certificate and key too"
+                    .into(),
+            ));
+        }
+        if config.cluster.token.is_none() && config.worker_client_ca.is_none() {
+            return Err(setup_error(
+                "remote workers must authenticate: set a worker token (XCCD_WORKER_TOKEN or \
+                 --worker-token-file) or a CA for their certificates (--worker-client-ca)"
+                    .into(),
+            ));
+        }
+    }
+    let tls = |client_ca: Option<Vec<u8>>| -> std::io::Result<tonic::transport::Server> {
+        let builder = tonic::transport::Server::builder();
+        match &config.tls {
+            Some(tls) => builder
+                .tls_config(
+                    ServerTls {
+                        client_ca,
+                        ..tls.clone()
+                    }
+                    .config(),
+                )
+                .map_err(|e| setup_error(format!("TLS: {e}"))),
+            None => Ok(builder),
+        }
+    };
+    let public = tls(config.tls.as_ref().and_then(|t| t.client_ca.clone()))?;
     let listener = TcpListener::bind(config.listen).await?;
     let addr = listener.local_addr()?;
+    let worker_listener = match workers_at {
+        Some(at) => Some((
+            tls(config.worker_client_ca.clone())?,
+            TcpListener::bind(at).await?,
+        )),
+        None => None,
+    };
     let pool = Arc::new(Pool::new(config.pool.clone()));
     let jobs = Arc::new(JobRegistry::new(config.job_retention));
     if let Some(metrics_addr) = config.metrics_listen {
@@ -90,7 +169,6 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         .max_decoding_message_size(max_message);
     let puzzles = PuzzleServiceServer::new(PuzzleApi::new(pool.clone()))
         .max_decoding_message_size(max_message);
-    let coordinator = CoordinatorApi::new(pool.clone(), config.cluster.clone()).into_server();
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<PuzzleServiceServer<PuzzleApi>>().await;
     health.set_serving::<SolverServiceServer<SolverApi>>().await;
@@ -106,6 +184,8 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         .map_err(std::io::Error::other)?;
 
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    // The workers' listener closes once the jobs have stopped.
+    let (stopped_tx, mut stopped_rx) = tokio::sync::watch::channel(false);
     let draining_pool = pool.clone();
     let shutdown = async move {
         let _ = stop_rx.await;
@@ -118,9 +198,29 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
             .await;
         let pool = draining_pool.clone();
         let _ = tokio::task::spawn_blocking(move || pool.stop_all_jobs()).await;
+        let _ = stopped_tx.send(true);
+    };
+    let mut worker_addr = None;
+    let worker_task = match worker_listener {
+        Some((server, listener)) => {
+            let at = listener.local_addr()?;
+            worker_addr = Some(at);
+            let coordinator =
+                CoordinatorApi::new(pool.clone(), config.cluster.clone()).into_server();
+            tracing::info!(%at, mutual_tls = config.worker_client_ca.is_some(), token = config.cluster.token.is_some(), "listening for remote workers");
+            Some(tokio::spawn(
+                server
+                    .layer(catch_panics())
+                    .add_service(coordinator)
+                    .serve_with_incoming_shutdown(incoming(listener), async move {
+                        let _ = stopped_rx.wait_for(|stopped| *stopped).await;
+                    }),
+            ))
+        }
+        None => None,
     };
     let task = tokio::spawn(
-        tonic::transport::Server::builder()
+        public
             // A handler that panics answers INTERNAL, and the server serves on.
             .layer(catch_panics())
             .add_service(health_service)
@@ -128,15 +228,16 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
             .add_service(reflection_v1alpha)
             .add_service(api)
             .add_service(puzzles)
-            .add_service(coordinator)
             .serve_with_incoming_shutdown(incoming(listener), shutdown),
     );
-    tracing::info!(%addr, workers = pool.workers(), "serving gRPC");
+    tracing::info!(%addr, tls = config.tls.is_some(), workers = pool.workers(), "serving gRPC");
     Ok(RunningServer {
         addr,
+        worker_addr,
         pool,
         stop: Some(stop_tx),
         task,
+        worker_task,
     })
 }
 

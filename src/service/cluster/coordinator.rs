@@ -24,6 +24,7 @@ use super::proto::{
     AskKind,
 };
 use crate::run::{Batch, Ledger, Settlement};
+use crate::service::credentials::WorkerToken;
 use crate::service::job::{EndReason, Job};
 use crate::service::pool::Pool;
 use crate::xcc;
@@ -35,6 +36,9 @@ pub struct ClusterConfig {
     pub heartbeat_interval: Duration,
     /// A worker silent for this long loses its leases.
     pub lease_timeout: Duration,
+    /// Workers must present this token (unless client certificates
+    /// authenticate them; with both, both are required).
+    pub token: Option<WorkerToken>,
 }
 
 impl Default for ClusterConfig {
@@ -42,6 +46,7 @@ impl Default for ClusterConfig {
         ClusterConfig {
             heartbeat_interval: Duration::from_secs(1),
             lease_timeout: Duration::from_secs(5),
+            token: None,
         }
     }
 }
@@ -97,6 +102,20 @@ impl coordinator_server::Coordinator for CoordinatorApi {
         let peer = request
             .remote_addr()
             .map_or_else(|| "unknown".to_string(), |a| a.to_string());
+        if let Some(token) = &self.config.token {
+            let header = request
+                .metadata()
+                .get("authorization")
+                .map(|v| v.as_bytes());
+            if !token.admits(header) {
+                metrics::counter!("xccd_worker_auth_failures_total").increment(1);
+                tracing::warn!(%peer, "a worker without the right token was refused");
+                return Err(Status::unauthenticated(
+                    "this coordinator takes workers that present its worker token \
+                     (authorization: Bearer TOKEN)",
+                ));
+            }
+        }
         let mut inbound = request.into_inner();
         let first = tokio::time::timeout(self.config.lease_timeout, inbound.message()).await;
         let hello = match first {
@@ -758,6 +777,7 @@ R4 C4 A3 B3
         ClusterConfig {
             heartbeat_interval: Duration::from_secs(1),
             lease_timeout: Duration::from_secs(5),
+            token: None,
         }
     }
 

@@ -20,6 +20,8 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Endpoint;
 
+use crate::service::credentials::{endpoint, ClientTls, EndpointError, WorkerToken};
+
 use super::coordinator::{MAX_MESSAGE_BYTES, PROBLEM_CACHE};
 use super::proto::{
     self as pb, coordinator_client::CoordinatorClient, coordinator_message::Kind as In,
@@ -42,6 +44,11 @@ pub struct WorkerConfig {
     /// First delay before reconnecting; it doubles up to `max_backoff`.
     pub min_backoff: Duration,
     pub max_backoff: Duration,
+    /// The token the coordinator asks of its workers, if it does.
+    pub token: Option<WorkerToken>,
+    /// TLS towards an `https://` coordinator: its CA, and this worker's
+    /// certificate when the coordinator requires one.
+    pub tls: ClientTls,
 }
 
 impl WorkerConfig {
@@ -52,14 +59,16 @@ impl WorkerConfig {
             name: String::new(),
             min_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(5),
+            token: None,
+            tls: ClientTls::default(),
         }
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
-    #[error("invalid coordinator URL {url:?}: {reason}")]
-    BadUrl { url: String, reason: String },
+    #[error("the coordinator's address: {0}")]
+    BadUrl(#[from] EndpointError),
     #[error("the coordinator refused this worker: {0}")]
     Refused(String),
 }
@@ -80,11 +89,7 @@ pub async fn run(
     observer: Arc<dyn ConnectionObserver>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), WorkerError> {
-    let endpoint = Endpoint::from_shared(config.coordinator.clone())
-        .map_err(|e| WorkerError::BadUrl {
-            url: config.coordinator.clone(),
-            reason: e.to_string(),
-        })?
+    let endpoint = endpoint(&config.coordinator, &config.tls)?
         .connect_timeout(Duration::from_secs(5))
         .tcp_nodelay(true)
         .http2_keep_alive_interval(Duration::from_secs(10))
@@ -287,9 +292,23 @@ async fn session(
     if tx.send(hello).await.is_err() {
         return lost("the outgoing stream closed".into(), false);
     }
-    let mut inbound = match client.work(ReceiverStream::new(rx)).await {
+    let mut request = tonic::Request::new(ReceiverStream::new(rx));
+    if let Some(token) = &config.token {
+        match token.header().parse() {
+            Ok(value) => {
+                request.metadata_mut().insert("authorization", value);
+            }
+            Err(_) => return SessionEnd::Refused("the worker token is not a header value".into()),
+        }
+    }
+    let mut inbound = match client.work(request).await {
         Ok(response) => response.into_inner(),
-        Err(status) if status.code() == tonic::Code::FailedPrecondition => {
+        Err(status)
+            if matches!(
+                status.code(),
+                tonic::Code::FailedPrecondition | tonic::Code::Unauthenticated
+            ) =>
+        {
             return SessionEnd::Refused(status.message().to_string())
         }
         Err(status) => return lost(format!("the coordinator answered {status}"), false),

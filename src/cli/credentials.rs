@@ -1,0 +1,115 @@
+//! Command-line options for TLS and the workers' token, shared by the
+//! subcommands that talk to a server or serve one.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use xccd::service::credentials::{ClientTls, ServerTls, WorkerToken};
+
+use super::CliError;
+
+/// TLS towards a server (`--server https://...`, `xccd worker`).
+#[derive(Args, Debug, Default, Clone)]
+pub struct ClientTlsArgs {
+    /// The CA certificate (PEM) that signed the server's certificate, for
+    /// an https:// server (default: the system's roots).
+    #[arg(long, value_name = "FILE", env = "XCCD_CA_CERT")]
+    pub ca_cert: Option<PathBuf>,
+    /// This client's certificate chain (PEM), for servers that require one.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "XCCD_CLIENT_CERT",
+        requires = "client_key"
+    )]
+    pub client_cert: Option<PathBuf>,
+    /// The key of --client-cert (PEM).
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "XCCD_CLIENT_KEY",
+        requires = "client_cert"
+    )]
+    pub client_key: Option<PathBuf>,
+}
+
+impl ClientTlsArgs {
+    pub fn load(&self) -> Result<ClientTls, CliError> {
+        let identity = match (&self.client_cert, &self.client_key) {
+            (Some(cert), Some(key)) => Some((
+                read_pem(cert, "--client-cert")?,
+                read_pem(key, "--client-key")?,
+            )),
+            _ => None,
+        };
+        Ok(ClientTls {
+            ca: self
+                .ca_cert
+                .as_deref()
+                .map(|p| read_pem(p, "--ca-cert"))
+                .transpose()?,
+            identity,
+        })
+    }
+}
+
+/// A server's TLS: `--tls-cert` and `--tls-key`, and the CA that must have
+/// signed its clients' certificates.
+pub fn server_tls(
+    cert: Option<&Path>,
+    key: Option<&Path>,
+    client_ca: Option<&Path>,
+) -> Result<Option<ServerTls>, CliError> {
+    match (cert, key) {
+        (Some(cert), Some(key)) => Ok(Some(ServerTls {
+            cert: read_pem(cert, "--tls-cert")?,
+            key: read_pem(key, "--tls-key")?,
+            client_ca: client_ca
+                .map(|p| read_pem(p, "--tls-client-ca"))
+                .transpose()?,
+        })),
+        (None, None) if client_ca.is_none() => Ok(None),
+        (None, None) => Err(CliError::BadInput(
+            "--tls-client-ca needs --tls-cert and --tls-key".into(),
+        )),
+        _ => Err(CliError::BadInput(
+            "--tls-cert and --tls-key go together".into(),
+        )),
+    }
+}
+
+/// The workers' token: the environment variable `XCCD_WORKER_TOKEN`, or the
+/// file `--worker-token-file` names (not both).
+pub fn worker_token(file: Option<&Path>) -> Result<Option<WorkerToken>, CliError> {
+    let from_env = std::env::var("XCCD_WORKER_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty());
+    let text = match (from_env, file) {
+        (Some(_), Some(_)) => {
+            return Err(CliError::BadInput(
+                "give the worker token once: XCCD_WORKER_TOKEN or --worker-token-file".into(),
+            ))
+        }
+        (Some(token), None) => token,
+        (None, Some(path)) => std::fs::read_to_string(path).map_err(|e| {
+            CliError::BadInput(format!("--worker-token-file {}: {e}", path.display()))
+        })?,
+        (None, None) => return Ok(None),
+    };
+    WorkerToken::new(&text)
+        .map(Some)
+        .map_err(CliError::BadInput)
+}
+
+/// The PEM file `path`, named by the option `what` in errors.
+pub fn read_pem(path: &Path, what: &str) -> Result<Vec<u8>, CliError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| CliError::BadInput(format!("{what} {}: {e}", path.display())))?;
+    if !bytes.windows(11).any(|w| w == b"-----BEGIN ") {
+        return Err(CliError::BadInput(format!(
+            "{what} {}: not a PEM file (no -----BEGIN line)",
+            path.display()
+        )));
+    }
+    Ok(bytes)
+}
