@@ -4,6 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use std::sync::Arc;
+
+use xccd::service::callers::ApiKeys;
 use xccd::service::credentials::{ClientTls, ServerTls, WorkerToken};
 
 use super::CliError;
@@ -31,6 +34,31 @@ pub struct ClientTlsArgs {
         requires = "client_cert"
     )]
     pub client_key: Option<PathBuf>,
+}
+
+/// The API key a client presents to a server that requires one.
+#[derive(Args, Debug, Default, Clone)]
+pub struct ApiKeyArgs {
+    /// A file holding this client's API key (or set the key itself in
+    /// XCCD_API_KEY).
+    #[arg(long, value_name = "FILE", env = "XCCD_API_KEY_FILE")]
+    pub api_key_file: Option<PathBuf>,
+}
+
+impl ApiKeyArgs {
+    pub fn load(&self) -> Result<Option<String>, CliError> {
+        let from_env = std::env::var("XCCD_API_KEY").ok().filter(|k| !k.is_empty());
+        match (from_env, &self.api_key_file) {
+            (Some(_), Some(_)) => Err(CliError::BadInput(
+                "give the API key once: XCCD_API_KEY or --api-key-file".into(),
+            )),
+            (Some(key), None) => Ok(Some(key.trim().to_string())),
+            (None, Some(path)) => std::fs::read_to_string(path)
+                .map(|k| Some(k.trim().to_string()))
+                .map_err(|e| CliError::BadInput(format!("--api-key-file {}: {e}", path.display()))),
+            (None, None) => Ok(None),
+        }
+    }
 }
 
 impl ClientTlsArgs {
@@ -99,6 +127,15 @@ pub fn worker_token(file: Option<&Path>) -> Result<Option<WorkerToken>, CliError
     WorkerToken::new(&text)
         .map(Some)
         .map_err(CliError::BadInput)
+}
+
+/// The API keys in the file `path` (`--api-keys`).
+pub fn api_keys(path: &Path) -> Result<Arc<ApiKeys>, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::BadInput(format!("--api-keys {}: {e}", path.display())))?;
+    ApiKeys::parse(&text)
+        .map(Arc::new)
+        .map_err(|e| CliError::BadInput(format!("--api-keys {}: {e}", path.display())))
 }
 
 /// The PEM file `path`, named by the option `what` in errors.

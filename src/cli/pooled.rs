@@ -158,6 +158,18 @@ pub async fn connect(url: &str, tls: &ClientTls) -> Result<tonic::transport::Cha
         .map_err(|e| CliError::Failed(format!("cannot connect to {url}: {}", causes(&e))))
 }
 
+/// A request carrying the API key, if there is one.
+pub fn authorized<T>(message: T, api_key: Option<&str>) -> Result<tonic::Request<T>, CliError> {
+    let mut request = tonic::Request::new(message);
+    if let Some(key) = api_key {
+        let value = format!("Bearer {key}")
+            .parse()
+            .map_err(|_| CliError::BadInput("the API key is not printable ASCII".into()))?;
+        request.metadata_mut().insert("authorization", value);
+    }
+    Ok(request)
+}
+
 /// An error with its causes ("transport error: invalid peer certificate ...").
 fn causes(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
@@ -291,6 +303,7 @@ pub fn run_remote(
     };
     let mut options = Vec::new();
     let tls = args.tls.load()?;
+    let request = authorized(request, args.api_key.load()?.as_deref())?;
     let ended = runtime()?.block_on(async {
         let mut client = SolverServiceClient::new(connect(url, &tls).await?)
             .max_decoding_message_size(64 << 20)
@@ -324,7 +337,7 @@ pub fn run_remote(
 pub fn puzzle_remote(
     url: &str,
     tls: &ClientTls,
-    request: pb::EnumeratePuzzleRequest,
+    request: tonic::Request<pb::EnumeratePuzzleRequest>,
     quiet: bool,
     each: impl FnMut(pb::PuzzleSolution) -> io::Result<()>,
 ) -> Result<Ended, CliError> {

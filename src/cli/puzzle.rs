@@ -21,8 +21,8 @@ use xccd::service::puzzles_grpc::puzzle_message;
 use xccd::service::JobSpec;
 use xccd::xcc::{dlx_format, ProgressView, Stats, Task};
 
-use super::credentials::ClientTlsArgs;
-use super::pooled::{delivery, on_pool, puzzle_remote};
+use super::credentials::{ApiKeyArgs, ClientTlsArgs};
+use super::pooled::{authorized, delivery, on_pool, puzzle_remote};
 use super::solve::{altogether, solution_limit};
 use super::CliError;
 
@@ -89,6 +89,8 @@ pub struct SolveArgs {
     pub server: Option<String>,
     #[command(flatten)]
     pub tls: ClientTlsArgs,
+    #[command(flatten)]
+    pub api_key: ApiKeyArgs,
 }
 
 #[derive(Args, Debug)]
@@ -263,6 +265,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
             ..Default::default()
         };
         let tls = args.tls.load()?;
+        let request = authorized(request, args.api_key.load()?.as_deref())?;
         let ended = puzzle_remote(url, &tls, request, args.quiet, |solution| {
             grids.add(&solution.text)
         })?;

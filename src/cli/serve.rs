@@ -10,7 +10,7 @@ use xccd::service::grpc::ApiConfig;
 use xccd::service::server::{serve_until_signal, ServeConfig};
 use xccd::service::PoolConfig;
 
-use super::credentials::{read_pem, server_tls, worker_token};
+use super::credentials::{api_keys, read_pem, server_tls, worker_token};
 use super::CliError;
 
 #[derive(Args, Debug)]
@@ -72,6 +72,13 @@ pub struct ServeArgs {
     /// itself in XCCD_WORKER_TOKEN).
     #[arg(long, value_name = "FILE", env = "XCCD_WORKER_TOKEN_FILE")]
     pub worker_token_file: Option<PathBuf>,
+    /// Require API keys: a file with one `NAME KEY` per line. Callers send
+    /// `authorization: Bearer KEY`; a job belongs to the key that made it.
+    #[arg(long, value_name = "FILE", env = "XCCD_API_KEYS")]
+    pub api_keys: Option<PathBuf>,
+    /// Most jobs queued or running at once for one API key.
+    #[arg(long, env = "XCCD_MAX_JOBS_PER_KEY", default_value_t = 16)]
+    pub max_jobs_per_key: usize,
     /// Log format on stderr (filter with RUST_LOG, default info).
     #[arg(long, env = "XCCD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -99,6 +106,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
     init_logging(args.log_format);
     let mut pool = PoolConfig {
         max_jobs: args.max_jobs,
+        max_jobs_per_caller: args.max_jobs_per_key,
         ..PoolConfig::default()
     };
     if let Some(threads) = args.threads {
@@ -150,6 +158,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
             .as_deref()
             .map(|p| read_pem(p, "--worker-client-ca"))
             .transpose()?,
+        api_keys: args.api_keys.as_deref().map(api_keys).transpose()?,
     };
     let runtime = tokio::runtime::Runtime::new()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;

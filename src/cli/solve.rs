@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use xccd::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, Stop, Taken};
 use xccd::xcc::{dlx_format, Problem, ProgressView, Stats, Task};
 
-use super::credentials::ClientTlsArgs;
+use super::credentials::{ApiKeyArgs, ClientTlsArgs};
 use super::CliError;
 
 #[derive(Args, Debug)]
@@ -49,6 +49,8 @@ pub struct SolveArgs {
     pub server: Option<String>,
     #[command(flatten)]
     pub tls: ClientTlsArgs,
+    #[command(flatten)]
+    pub api_key: ApiKeyArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

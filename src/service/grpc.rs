@@ -17,6 +17,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 use tracing::Instrument;
 
+use super::callers::Caller;
 use super::convert::{self, ProblemLimits};
 use super::job::{Delivery, EndReason, Event, Job, JobSpec, SolutionIndices};
 use super::jobs::{format_id, parse_id, JobRegistry};
@@ -92,11 +93,14 @@ impl SolverApi {
         }
     }
 
-    fn find(&self, id: &str) -> Result<Arc<Job>, Status> {
+    /// The job `id` names, if `caller` may see it: another caller's job is
+    /// as absent as one that never was.
+    fn find(&self, id: &str, caller: &Caller) -> Result<Arc<Job>, Status> {
         let parsed = parse_id(id)
             .ok_or_else(|| Status::invalid_argument(format!("job_id: {id:?} is not a job id")))?;
         self.jobs
             .get(parsed)
+            .filter(|job| caller.owns(&job.spec.owner))
             .ok_or_else(|| Status::not_found(format!("job_id: no job {id} (it may have expired)")))
     }
 }
@@ -125,7 +129,9 @@ pub(super) type EventStream<T> =
 /// The status for a job the pool refused.
 pub(super) fn refused(e: SubmitError) -> Status {
     match e {
-        SubmitError::TooManyJobs(_) => Status::resource_exhausted(e.to_string()),
+        SubmitError::TooManyJobs(_) | SubmitError::TooManyJobsForCaller(_) => {
+            Status::resource_exhausted(e.to_string())
+        }
         SubmitError::ShuttingDown => Status::unavailable(e.to_string()),
         SubmitError::NeedsLocalThreads => Status::failed_precondition(e.to_string()),
     }
@@ -139,6 +145,7 @@ impl SolverService for SolverApi {
     ) -> Result<Response<pb::SolveResponse>, Status> {
         let arrived = Instant::now();
         let deadline = convert::deadline(&request);
+        let caller = Caller::of(&request);
         let req = request.into_inner();
         let limit = req.limit.max(1);
         if limit > self.config.max_solve_limit {
@@ -156,6 +163,7 @@ impl SolverService for SolverApi {
                 delivery: Delivery::Keep {
                     keep: limit as usize,
                 },
+                owner: caller.clone(),
                 ..JobSpec::default()
             },
         )?;
@@ -214,6 +222,7 @@ impl SolverService for SolverApi {
         request: Request<pb::EnumerateRequest>,
     ) -> Result<Response<Self::EnumerateStream>, Status> {
         let deadline = convert::deadline(&request).map(|d| Instant::now() + d);
+        let caller = Caller::of(&request);
         let req = request.into_inner();
         let interval =
             convert::interval("progress_interval_seconds", req.progress_interval_seconds)?;
@@ -242,6 +251,7 @@ impl SolverService for SolverApi {
                 limit: nonzero(req.limit),
                 max_nodes: nonzero(req.max_nodes),
                 delivery,
+                owner: caller.clone(),
                 ..JobSpec::default()
             },
         )?;
@@ -262,6 +272,7 @@ impl SolverService for SolverApi {
         &self,
         request: Request<pb::SubmitJobRequest>,
     ) -> Result<Response<pb::SubmitJobResponse>, Status> {
+        let caller = Caller::of(&request);
         let req = request.into_inner();
         let keep = match req.keep_solutions as usize {
             0 => self.config.default_keep,
@@ -280,6 +291,7 @@ impl SolverService for SolverApi {
                 limit: nonzero(req.limit),
                 max_nodes: nonzero(req.max_nodes),
                 delivery: Delivery::Keep { keep },
+                owner: caller.clone(),
                 ..JobSpec::default()
             },
         )?;
@@ -297,10 +309,11 @@ impl SolverService for SolverApi {
         request: Request<pb::WatchJobRequest>,
     ) -> Result<Response<Self::WatchJobStream>, Status> {
         let deadline = convert::deadline(&request).map(|d| Instant::now() + d);
+        let caller = Caller::of(&request);
         let req = request.into_inner();
         let interval =
             convert::interval("progress_interval_seconds", req.progress_interval_seconds)?;
-        let job = self.find(&req.job_id)?;
+        let job = self.find(&req.job_id, &caller)?;
         let pool = self.pool.clone();
         let span = tracing::info_span!("job", id = job.id, rpc = "WatchJob");
         Ok(stream_from(span, move |tx| {
@@ -312,8 +325,9 @@ impl SolverService for SolverApi {
         &self,
         request: Request<pb::GetJobRequest>,
     ) -> Result<Response<pb::GetJobResponse>, Status> {
+        let caller = Caller::of(&request);
         let req = request.into_inner();
-        let job = self.find(&req.job_id)?;
+        let job = self.find(&req.job_id, &caller)?;
         let mut kept = job.kept_from(0);
         if req.max_solutions > 0 {
             kept.truncate(req.max_solutions as usize);
@@ -331,7 +345,8 @@ impl SolverService for SolverApi {
         &self,
         request: Request<pb::CancelJobRequest>,
     ) -> Result<Response<pb::CancelJobResponse>, Status> {
-        let job = self.find(&request.into_inner().job_id)?;
+        let caller = Caller::of(&request);
+        let job = self.find(&request.into_inner().job_id, &caller)?;
         self.pool.cancel(&job, EndReason::Cancelled);
         tracing::info!(job = job.id, "job cancelled");
         Ok(Response::new(pb::CancelJobResponse {
@@ -341,12 +356,14 @@ impl SolverService for SolverApi {
 
     async fn list_jobs(
         &self,
-        _request: Request<pb::ListJobsRequest>,
+        request: Request<pb::ListJobsRequest>,
     ) -> Result<Response<pb::ListJobsResponse>, Status> {
+        let caller = Caller::of(&request);
         let jobs = self
             .jobs
             .list()
             .iter()
+            .filter(|job| caller.owns(&job.spec.owner))
             .map(|j| self.job_message(j))
             .collect();
         Ok(Response::new(pb::ListJobsResponse { jobs }))

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use super::callers::Caller;
 use super::sync::Locked;
 use crate::puzzles::Puzzle;
 use crate::run::{Batch, Failure, RunSpec, SideCondition, Taken};
@@ -43,6 +44,9 @@ pub struct JobSpec {
     /// The puzzle that `problem` and `condition` encode, if any: remote
     /// workers rebuild both from it.
     pub puzzle: Option<Puzzle>,
+    /// Who asked (with API keys): only they may see the job, and their jobs
+    /// count against their own limit.
+    pub owner: Caller,
 }
 
 impl Default for JobSpec {
@@ -54,6 +58,7 @@ impl Default for JobSpec {
             delivery: Delivery::CountOnly,
             condition: None,
             puzzle: None,
+            owner: Caller::default(),
         }
     }
 }
@@ -66,6 +71,7 @@ impl std::fmt::Debug for JobSpec {
             .field("delivery", &self.delivery)
             .field("condition", &self.condition.is_some())
             .field("puzzle", &self.puzzle)
+            .field("owner", &self.owner.name())
             .finish()
     }
 }

@@ -7,6 +7,7 @@
 //! [`grpc`] (the RPCs), [`puzzles_grpc`] (the puzzle RPCs), [`server`] (listening, health, reflection, metrics,
 //! shutdown).
 
+pub mod callers;
 pub mod cluster;
 pub mod convert;
 pub mod credentials;

@@ -52,6 +52,8 @@ pub struct PoolConfig {
     pub threads: usize,
     /// Most jobs queued or running at once.
     pub max_jobs: usize,
+    /// Most jobs queued or running at once for one caller (with API keys).
+    pub max_jobs_per_caller: usize,
     /// A task lost with its worker this many times fails its job.
     pub max_attempts: u32,
     /// Nodes a running task explores between two looks at its job (stop,
@@ -66,6 +68,7 @@ impl Default for PoolConfig {
         PoolConfig {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             max_jobs: 64,
+            max_jobs_per_caller: 64,
             max_attempts: 3,
             poll_nodes: POLL_NODES,
         }
@@ -77,6 +80,8 @@ impl Default for PoolConfig {
 pub enum SubmitError {
     #[error("too many jobs: {0} are queued or running (the limit)")]
     TooManyJobs(usize),
+    #[error("too many jobs of this caller: {0} are queued or running (the limit per API key)")]
+    TooManyJobsForCaller(usize),
     #[error("the server is shutting down")]
     ShuttingDown,
     #[error("this search has a side condition given as code, which only local worker threads can check, and this server has none (start it with --threads 1 or more)")]
@@ -148,6 +153,7 @@ struct Shared {
     work: Condvar,
     threads: usize,
     max_jobs: usize,
+    max_jobs_per_caller: usize,
     max_attempts: u32,
     poll_nodes: u64,
     next_id: AtomicU64,
@@ -177,6 +183,7 @@ impl Pool {
             work: Condvar::new(),
             threads,
             max_jobs: config.max_jobs.max(1),
+            max_jobs_per_caller: config.max_jobs_per_caller.max(1),
             max_attempts: config.max_attempts.max(1),
             poll_nodes: config.poll_nodes.clamp(1, MAX_POLL_NODES),
             next_id: AtomicU64::new(1),
@@ -248,6 +255,18 @@ impl Pool {
         }
         if state.jobs.len() >= self.shared.max_jobs {
             return Err(SubmitError::TooManyJobs(self.shared.max_jobs));
+        }
+        if job.spec.owner.0.is_some() {
+            let theirs = state
+                .jobs
+                .values()
+                .filter(|s| s.job.spec.owner == job.spec.owner)
+                .count();
+            if theirs >= self.shared.max_jobs_per_caller {
+                return Err(SubmitError::TooManyJobsForCaller(
+                    self.shared.max_jobs_per_caller,
+                ));
+            }
         }
         state.jobs.insert(
             id,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
+use super::callers::Caller;
 use super::convert;
 use super::grpc::{refused, CancelOnDrop, EventStream, Pump, StreamEvents};
 use super::job::{Delivery, EndReason, Job, JobSpec, SolutionIndices};
@@ -38,6 +39,7 @@ impl PuzzleApi {
     /// condition.
     fn submit(
         &self,
+        caller: &Caller,
         encoded: &EncodedPuzzle,
         limit: Option<u64>,
         max_nodes: Option<u64>,
@@ -54,6 +56,7 @@ impl PuzzleApi {
                     delivery,
                     condition: condition.restricts().then_some(condition),
                     puzzle: Some(puzzle.clone()),
+                    owner: caller.clone(),
                 },
             )
             .map_err(refused)
@@ -62,11 +65,13 @@ impl PuzzleApi {
     /// Runs a job that keeps its solutions, to its end or the deadline.
     async fn run_kept(
         &self,
+        caller: &Caller,
         encoded: &EncodedPuzzle,
         limit: u64,
         deadline: Option<Instant>,
     ) -> Result<(Arc<Job>, super::job::Summary), Status> {
         let job = self.submit(
+            caller,
             encoded,
             Some(limit),
             None,
@@ -320,6 +325,7 @@ impl PuzzleService for PuzzleApi {
     ) -> Result<Response<pb::SolvePuzzleResponse>, Status> {
         let arrived = Instant::now();
         let deadline = convert::deadline(&request).map(|d| convert::unary_deadline(arrived, d));
+        let caller = Caller::of(&request);
         let req = request.into_inner();
         let limit = req.limit.max(1);
         if limit > MAX_SOLVE_LIMIT {
@@ -328,7 +334,7 @@ impl PuzzleService for PuzzleApi {
             )));
         }
         let encoded = encode(req.puzzle)?;
-        let (job, summary) = self.run_kept(&encoded, limit, deadline).await?;
+        let (job, summary) = self.run_kept(&caller, &encoded, limit, deadline).await?;
         if let Some(status) = convert::failure(&summary) {
             return Err(status);
         }
@@ -354,6 +360,7 @@ impl PuzzleService for PuzzleApi {
         request: Request<pb::EnumeratePuzzleRequest>,
     ) -> Result<Response<Self::EnumeratePuzzleStream>, Status> {
         let deadline = convert::deadline(&request).map(|d| Instant::now() + d);
+        let caller = Caller::of(&request);
         let req = request.into_inner();
         let interval =
             convert::interval("progress_interval_seconds", req.progress_interval_seconds)?;
@@ -376,6 +383,7 @@ impl PuzzleService for PuzzleApi {
             }
         };
         let job = self.submit(
+            &caller,
             &encoded,
             (req.limit > 0).then_some(req.limit),
             (req.max_nodes > 0).then_some(req.max_nodes),
@@ -401,8 +409,9 @@ impl PuzzleService for PuzzleApi {
     ) -> Result<Response<pb::CheckPuzzleResponse>, Status> {
         let arrived = Instant::now();
         let deadline = convert::deadline(&request).map(|d| convert::unary_deadline(arrived, d));
+        let caller = Caller::of(&request);
         let encoded = encode(request.into_inner().puzzle)?;
-        let (job, summary) = self.run_kept(&encoded, 2, deadline).await?;
+        let (job, summary) = self.run_kept(&caller, &encoded, 2, deadline).await?;
         if let Some(status) = convert::failure(&summary) {
             return Err(status);
         }

@@ -14,6 +14,9 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use tonic::service::interceptor::InterceptedService;
+
+use super::callers::{authenticate, ApiKeys};
 use super::cluster::{ClusterConfig, CoordinatorApi};
 use super::credentials::ServerTls;
 use super::grpc::{ApiConfig, SolverApi};
@@ -43,6 +46,8 @@ pub struct ServeConfig {
     pub worker_listen: Option<SocketAddr>,
     /// Workers must present a certificate signed by this CA (with `tls`).
     pub worker_client_ca: Option<Vec<u8>>,
+    /// Callers must present one of these keys; jobs belong to their caller.
+    pub api_keys: Option<Arc<ApiKeys>>,
 }
 
 impl Default for ServeConfig {
@@ -57,6 +62,7 @@ impl Default for ServeConfig {
             tls: None,
             worker_listen: None,
             worker_client_ca: None,
+            api_keys: None,
         }
     }
 }
@@ -165,10 +171,16 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         tracing::info!(%metrics_addr, "metrics at /metrics");
     }
     let max_message = config.api.limits.max_text_bytes + (1 << 20);
-    let api = SolverServiceServer::new(SolverApi::new(pool.clone(), jobs, config.api.clone()))
-        .max_decoding_message_size(max_message);
-    let puzzles = PuzzleServiceServer::new(PuzzleApi::new(pool.clone()))
-        .max_decoding_message_size(max_message);
+    let api = InterceptedService::new(
+        SolverServiceServer::new(SolverApi::new(pool.clone(), jobs, config.api.clone()))
+            .max_decoding_message_size(max_message),
+        authenticate(config.api_keys.clone()),
+    );
+    let puzzles = InterceptedService::new(
+        PuzzleServiceServer::new(PuzzleApi::new(pool.clone()))
+            .max_decoding_message_size(max_message),
+        authenticate(config.api_keys.clone()),
+    );
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<PuzzleServiceServer<PuzzleApi>>().await;
     health.set_serving::<SolverServiceServer<SolverApi>>().await;
@@ -230,7 +242,7 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
             .add_service(puzzles)
             .serve_with_incoming_shutdown(incoming(listener), shutdown),
     );
-    tracing::info!(%addr, tls = config.tls.is_some(), workers = pool.workers(), "serving gRPC");
+    tracing::info!(%addr, tls = config.tls.is_some(), api_keys = config.api_keys.is_some(), workers = pool.workers(), "serving gRPC");
     Ok(RunningServer {
         addr,
         worker_addr,
