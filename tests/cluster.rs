@@ -97,6 +97,7 @@ async fn coordinator(
             heartbeat_interval: Duration::from_millis(100),
             lease_timeout,
             token: Some(token()),
+            ..ClusterConfig::default()
         },
         ..ServeConfig::default()
     })
@@ -683,6 +684,170 @@ async fn a_task_that_keeps_losing_its_workers_fails_its_job() {
     assert_eq!(status.code(), Code::Aborted);
     assert_eq!(server.pool.tasks_lost(), 3);
     assert_eq!(server.pool.active_jobs(), 0);
+    server.shutdown().await.expect("clean shutdown");
+}
+
+/// Workers with valid credentials that report what cannot be right are
+/// disconnected before anything of their report is delivered, and the
+/// client's answer stays exact: a fabricated solution, an index that
+/// overflows, a give-away outside the task, and one that overlaps what was
+/// given before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lying_workers_are_disconnected_and_the_answer_stays_exact() {
+    let _serial = SERIAL.lock().await;
+    let server = coordinator(any_port(), any_port(), Duration::from_secs(2), 50).await;
+    let workers = server.worker_addr.unwrap();
+    let text = instance("queens8");
+    let expected = all_solutions(&parse(&text));
+    let mut client = connect(server.addr).await;
+    let stream = open(&mut client, &text, false).await;
+    let reading = tokio::spawn(drain(stream));
+    let task = |path: Vec<u32>, from: u32, to: u32| wire::Task {
+        path,
+        from,
+        to,
+        weight: 0.01,
+        cuts: Vec::new(),
+    };
+    let lies: Vec<Box<dyn Fn(wire::LeaseRef) -> Vec<ToCoordinator>>> = vec![
+        // Options 0 and 1 cover R1 twice: not a solution.
+        Box::new(|lease| {
+            vec![ToCoordinator::Found(wire::Found {
+                lease: Some(lease),
+                first: 0,
+                count: 1,
+                solutions: vec![wire::Options {
+                    indices: vec![0, 1],
+                }],
+            })]
+        }),
+        // Counting from an index that overflows.
+        Box::new(|lease| {
+            vec![ToCoordinator::Found(wire::Found {
+                lease: Some(lease),
+                first: 0,
+                count: u64::MAX,
+                solutions: Vec::new(),
+            })]
+        }),
+        // A give-away of a node that is not below the leased root's range
+        // (the root task's range is the whole tree, so: a path that skips
+        // levels above it is fine, but an empty range is not).
+        Box::new(move |lease| {
+            vec![ToCoordinator::GaveAway(wire::GaveAway {
+                lease: Some(lease),
+                task: Some(task(Vec::new(), 3, 3)),
+                found: 0,
+            })]
+        }),
+        // Two give-aways where the second overlaps the first.
+        Box::new(move |lease| {
+            vec![
+                ToCoordinator::GaveAway(wire::GaveAway {
+                    lease: Some(lease),
+                    task: Some(task(Vec::new(), 4, 8)),
+                    found: 0,
+                }),
+                ToCoordinator::GaveAway(wire::GaveAway {
+                    lease: Some(lease),
+                    task: Some(task(Vec::new(), 2, 6)),
+                    found: 0,
+                }),
+            ]
+        }),
+    ];
+    for lie in &lies {
+        let mut liar = FakeWorker::connect(workers).await;
+        let lease = liar.next_lease().await.lease.unwrap();
+        for message in lie(lease) {
+            let _ = liar.tx.send(self::message(message)).await;
+        }
+        // The coordinator hangs up on it.
+        let end = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                match liar.inbound.message().await {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => return None,
+                    Err(status) => return Some(status),
+                }
+            }
+        })
+        .await
+        .expect("the liar is disconnected");
+        let status = end.expect("with a status");
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    }
+    let honest = InProcessWorker::start(workers);
+    let (delivered, status) = reading.await.unwrap();
+    assert!(status.is_none(), "{status:?}");
+    check_exact("queens8", &delivered, &expected);
+    assert!(server.pool.tasks_lost() >= lies.len() as u64);
+    honest.stop().await;
+    server.shutdown().await.expect("clean shutdown");
+}
+
+/// A worker that heartbeats on time but never works (stuck, or hostile)
+/// does not stall the job: its lease makes no progress, is taken back after
+/// the stall timeout, and an honest worker finishes the job exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_heartbeats_without_working_loses_its_lease() {
+    let _serial = SERIAL.lock().await;
+    let server = start(ServeConfig {
+        listen: any_port(),
+        worker_listen: Some(any_port()),
+        pool: PoolConfig {
+            threads: 0,
+            ..PoolConfig::default()
+        },
+        cluster: ClusterConfig {
+            heartbeat_interval: Duration::from_millis(100),
+            lease_timeout: Duration::from_secs(2),
+            token: Some(token()),
+            stall_timeout: Duration::from_secs(1),
+        },
+        ..ServeConfig::default()
+    })
+    .await
+    .unwrap();
+    let workers = server.worker_addr.unwrap();
+    let mut client = connect(server.addr).await;
+    let started = Instant::now();
+    let stream = open(&mut client, &instance("queens10"), false).await;
+    let reading = tokio::spawn(drain(stream));
+    let mut stuck = FakeWorker::connect(workers).await;
+    let lease = stuck.next_lease().await.lease.unwrap();
+    let beats = stuck.tx.clone();
+    let heartbeats = tokio::spawn(async move {
+        loop {
+            let beat = message(ToCoordinator::Heartbeat(wire::Heartbeat {
+                leases: vec![wire::LeaseProgress {
+                    lease: Some(lease),
+                    done_weight: 0.0,
+                    nodes: 7,
+                }],
+            }));
+            if beats.send(beat).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    let honest = InProcessWorker::start(workers);
+    let (delivered, status) = reading.await.unwrap();
+    assert!(status.is_none(), "{status:?}");
+    check_exact(
+        "queens10",
+        &delivered,
+        &all_solutions(&parse(&instance("queens10"))),
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(
+        server.pool.tasks_lost(),
+        1,
+        "the stuck lease, taken back once"
+    );
+    heartbeats.abort();
+    honest.stop().await;
     server.shutdown().await.expect("clean shutdown");
 }
 

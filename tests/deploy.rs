@@ -1,6 +1,8 @@
-//! The deployment files in `deploy/`: the kustomize base (`deploy/k8s`) renders, holds the
-//! objects the cluster needs with the probes, ports and selectors that fit together, and
-//! validates against Kubernetes' own schemas, offline and strictly; the Dockerfile is
+//! The deployment files in `deploy/`: the kustomize base (`deploy/k8s`, which applies
+//! `deploy/k8s/base`) and its overlays `overlays/tls` (TLS on the API and on the workers'
+//! listener) and `overlays/mtls` (plus the workers' client certificates) render, hold the objects
+//! the cluster needs with the probes, ports, selectors, Secrets and network policy that fit
+//! together, and validate against Kubernetes' own schemas, offline and strictly; the Dockerfile is
 //! multi-stage and runs as a non-root user.
 //!
 //! Tools: `kubectl` on PATH (for `kubectl kustomize`), and the PyPI package
@@ -16,14 +18,36 @@ use std::process::Command;
 /// schemas the pinned kubernetes-validate ships (it reads no network).
 const KUBERNETES_VERSIONS: [&str; 2] = ["1.33", "1.37"];
 
-/// The objects of the kustomize base, as (kind, name).
-const OBJECTS: [(&str, &str); 5] = [
+/// The default deployment (`kubectl apply -k deploy/k8s`): the base, plaintext, workers with
+/// the token.
+const BASE: &str = "deploy/k8s";
+/// The base with TLS on the API and on the workers' listener.
+const TLS: &str = "deploy/k8s/overlays/tls";
+/// The TLS overlay with the workers' client certificates (mutual TLS on the workers' listener).
+const MTLS: &str = "deploy/k8s/overlays/mtls";
+
+/// The objects of the base and of each overlay, as (kind, name). No Secret: the operator makes
+/// them (deploy/k8s/README.md), so that no token or key is in the repository.
+const OBJECTS: [(&str, &str); 7] = [
     ("Deployment", "xccd-coordinator"),
     ("Service", "xccd-coordinator"),
+    ("Service", "xccd-coordinator-workers"),
+    ("NetworkPolicy", "xccd-coordinator"),
     ("Deployment", "xccd-worker"),
     ("HorizontalPodAutoscaler", "xccd-worker"),
     ("PodDisruptionBudget", "xccd-worker"),
 ];
+
+/// The Secret that holds the workers' token, and its key.
+const TOKEN_SECRET: (&str, &str) = ("xccd-worker-token", "token");
+
+/// Where the overlays mount the Secret xccd-tls (and, in the workers of overlays/mtls, the
+/// Secret xccd-worker-tls).
+const TLS_DIR: &str = "/etc/xccd/tls";
+const WORKER_TLS_DIR: &str = "/etc/xccd/worker-tls";
+
+/// The pods' user and group (the Dockerfile's USER).
+const UID: &str = "10001";
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -37,20 +61,20 @@ fn on_path(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// `kubectl kustomize deploy/k8s`, or None (and a note on stderr) without kubectl.
-fn render() -> Option<String> {
+/// `kubectl kustomize DIR`, or None (and a note on stderr) without kubectl.
+fn render(dir: &str) -> Option<String> {
     let Some(kubectl) = on_path("kubectl") else {
         eprintln!("skipped: kubectl not found");
         return None;
     };
     let out = Command::new(&kubectl)
-        .args(["kustomize", "deploy/k8s"])
+        .args(["kustomize", dir])
         .current_dir(root())
         .output()
         .expect("kubectl runs");
     assert!(
         out.status.success(),
-        "`kubectl kustomize deploy/k8s` failed ({}):\n{}",
+        "`kubectl kustomize {dir}` failed ({}):\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
@@ -198,6 +222,208 @@ fn object<'a>(docs: &[&'a str], kind: &str, name: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no {kind} named {name} in the rendered manifests"))
 }
 
+/// The block under `key:` at the top level of `text` (its least indented lines), not deeper:
+/// `field(spec, "podSelector")` is the policy's own, not a rule's.
+fn field(text: &str, key: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let column = lines.iter().map(|l| indentation(l)).min()?;
+    let head = format!("{key}:");
+    let at = lines
+        .iter()
+        .position(|l| indentation(l) == column && l.trim_start() == head)?;
+    Some(
+        lines[at + 1..]
+            .iter()
+            .take_while(|l| {
+                let i = indentation(l);
+                i > column || (i == column && l.trim_start().starts_with("- "))
+            })
+            .copied()
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+}
+
+/// The items of a sequence of mappings (the block under its key), each as a mapping: its
+/// leading "- " made two spaces, so that `field`, `value` and `own` read it.
+fn sequence(block: &str) -> Vec<String> {
+    let lines: Vec<&str> = block.lines().filter(|l| !l.trim().is_empty()).collect();
+    let Some(column) = lines
+        .iter()
+        .filter(|l| l.trim_start().starts_with("- "))
+        .map(|l| indentation(l))
+        .min()
+    else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for line in lines {
+        if indentation(line) == column && line.trim_start().starts_with("- ") {
+            out.push(format!("{}  {}", " ".repeat(column), &line[column + 2..]));
+        } else if let Some(item) = out.last_mut() {
+            item.push('\n');
+            item.push_str(line);
+        }
+    }
+    out
+}
+
+/// The `key: value` (and `key:`) lines at the top level of a mapping, sorted: those of a sequence
+/// item from `sequence`, without what is nested under them.
+fn own(mapping: &str) -> Vec<&str> {
+    let lines: Vec<&str> = mapping.lines().filter(|l| !l.trim().is_empty()).collect();
+    let column = lines.iter().map(|l| indentation(l)).min().unwrap_or(0);
+    let mut own: Vec<&str> = lines
+        .iter()
+        .filter(|l| indentation(l) == column && !l.trim_start().starts_with("- "))
+        .map(|l| l.trim())
+        .collect();
+    own.sort_unstable();
+    own
+}
+
+/// The item of the sequence `block` that has `entry` among its own lines.
+fn item_with(block: &str, entry: &str) -> Option<String> {
+    sequence(block)
+        .into_iter()
+        .find(|item| own(item).contains(&entry))
+}
+
+/// The (only) container of a Deployment.
+fn container(deployment: &str, what: &str) -> String {
+    let containers = section(deployment, "containers");
+    let mut containers = sequence(&containers);
+    assert_eq!(containers.len(), 1, "{what}: one container");
+    containers.remove(0)
+}
+
+/// The container's arguments.
+fn args(deployment: &str, what: &str) -> Vec<String> {
+    items(&section(&container(deployment, what), "args"))
+        .into_iter()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The argument after `flag`, which must be there once.
+fn arg<'a>(args: &'a [String], flag: &str, what: &str) -> &'a str {
+    let at: Vec<usize> = (0..args.len()).filter(|&i| args[i] == flag).collect();
+    assert_eq!(at.len(), 1, "{what}: {flag} once in {args:?}");
+    args.get(at[0] + 1)
+        .unwrap_or_else(|| panic!("{what}: {flag} without a value in {args:?}"))
+}
+
+/// The number of the container port named `name`.
+fn container_port(deployment: &str, name: &str, what: &str) -> String {
+    let ports = section(&container(deployment, what), "ports");
+    let port = item_with(&ports, &format!("name: {name}"))
+        .unwrap_or_else(|| panic!("{what}: no container port named {name} in\n{ports}"));
+    assert_eq!(value(&port, "protocol"), Some("TCP"), "{what}: port {name}");
+    value(&port, "containerPort")
+        .unwrap_or_else(|| panic!("{what}: port {name} without a number"))
+        .to_string()
+}
+
+/// The container's environment variable `name`, as its sequence item.
+fn env(deployment: &str, name: &str, what: &str) -> Option<String> {
+    let env = section(&container(deployment, what), "env");
+    item_with(&env, &format!("name: {name}"))
+}
+
+/// The pod's securityContext (the one with the seccomp profile, not the container's).
+fn pod_security_context(deployment: &str, what: &str) -> String {
+    blocks(deployment, "securityContext")
+        .into_iter()
+        .map(|b| b.join("\n"))
+        .find(|c| c.contains("seccompProfile:"))
+        .unwrap_or_else(|| panic!("{what}: no pod securityContext"))
+}
+
+/// A file mode as written in a manifest: decimal, or octal with a leading 0.
+fn mode(text: &str) -> u32 {
+    match text.strip_prefix('0').filter(|rest| !rest.is_empty()) {
+        Some(octal) => u32::from_str_radix(octal, 8).expect("an octal mode"),
+        None => text.parse().expect("a decimal mode"),
+    }
+}
+
+/// The Secret and key that the file `path` of the container comes from: `path` is in a volume
+/// mounted read-only whose Secret is readable by the pods' group only (defaultMode 0440-like,
+/// with fsGroup the pods' GID); with `items`, the file is one of them. Also checks that the
+/// volume is not a hostPath or another kind of volume.
+fn mounted_file(deployment: &str, path: &str, what: &str) -> (String, String) {
+    let container = container(deployment, what);
+    let mounts = section(&container, "volumeMounts");
+    let mount = sequence(&mounts)
+        .into_iter()
+        .find(|m| {
+            value(m, "mountPath").is_some_and(|dir| {
+                path.strip_prefix(dir)
+                    .is_some_and(|rest| rest.starts_with('/'))
+            })
+        })
+        .unwrap_or_else(|| panic!("{what}: {path} is in no volume mounted in\n{mounts}"));
+    assert_eq!(
+        value(&mount, "readOnly"),
+        Some("true"),
+        "{what}: a writable mount:\n{mount}"
+    );
+    let dir = value(&mount, "mountPath").unwrap();
+    let file = &path[dir.len() + 1..];
+    let name = value(&mount, "name").expect("a mount names its volume");
+    let volumes = section(deployment, "volumes");
+    let volume = item_with(&volumes, &format!("name: {name}"))
+        .unwrap_or_else(|| panic!("{what}: no volume {name} in\n{volumes}"));
+    assert_eq!(
+        own(&volume),
+        [format!("name: {name}").as_str(), "secret:"],
+        "{what}: volume {name} is not a Secret's"
+    );
+    let secret = field(&volume, "secret").unwrap();
+    let default_mode = mode(value(&secret, "defaultMode").unwrap_or_else(|| {
+        panic!("{what}: volume {name} has no defaultMode (0644: readable by all)")
+    }));
+    assert!(
+        default_mode & 0o040 != 0 && default_mode & 0o007 == 0 && default_mode & 0o222 == 0,
+        "{what}: volume {name}'s defaultMode {default_mode:o}: group-readable, read-only, \
+         nothing for others"
+    );
+    assert!(
+        entries(&pod_security_context(deployment, what))
+            .contains(&format!("fsGroup: {UID}").as_str()),
+        "{what}: without fsGroup {UID} the Secret's files are root's, unreadable by user {UID}"
+    );
+    let secret_name = value(&secret, "secretName")
+        .unwrap_or_else(|| panic!("{what}: volume {name} names no Secret"));
+    let key = match field(&secret, "items") {
+        Some(projected) => {
+            let item = item_with(&projected, &format!("path: {file}")).unwrap_or_else(|| {
+                panic!("{what}: the Secret {secret_name} puts no file {file} in {dir}")
+            });
+            assert!(value(&item, "mode").is_none(), "{what}: {item}");
+            value(&item, "key")
+                .expect("an item names its key")
+                .to_string()
+        }
+        None => file.to_string(),
+    };
+    (secret_name.to_string(), key)
+}
+
+/// The keys a Deployment's volume `name` takes from its Secret: its items (None: all of them).
+fn projected_keys(deployment: &str, name: &str) -> Option<Vec<String>> {
+    let volumes = section(deployment, "volumes");
+    let volume = item_with(&volumes, &format!("name: {name}"))?;
+    let secret = field(&volume, "secret")?;
+    let projected = field(&secret, "items")?;
+    Some(
+        sequence(&projected)
+            .iter()
+            .map(|i| value(i, "key").unwrap().to_string())
+            .collect(),
+    )
+}
+
 /// Every `key: value` line of `selector` is among the pod template's labels.
 fn assert_selects(selector: &str, template_labels: &str, what: &str) {
     let labels = entries(template_labels);
@@ -211,8 +437,17 @@ fn assert_selects(selector: &str, template_labels: &str, what: &str) {
     }
 }
 
+/// Some `key: value` line of `selector` is not among the pod template's labels.
+fn assert_selects_not(selector: &str, template_labels: &str, what: &str) {
+    let labels = entries(template_labels);
+    assert!(
+        entries(selector).iter().any(|l| !labels.contains(l)),
+        "{what}: the selector\n{selector}\nalso selects the pods labelled {labels:?}"
+    );
+}
+
 /// The container's securityContext: non-root, read-only, no privilege escalation, no
-/// capabilities.
+/// capabilities; and every volume it mounts is mounted read-only.
 fn assert_locked_down(deployment: &str, what: &str) {
     let contexts: Vec<String> = blocks(deployment, "securityContext")
         .into_iter()
@@ -238,35 +473,101 @@ fn assert_locked_down(deployment: &str, what: &str) {
         ["ALL"],
         "{what}: capabilities"
     );
+    let pod = pod_security_context(deployment, what);
+    for line in [
+        "runAsNonRoot: true",
+        "runAsUser: 10001",
+        "runAsGroup: 10001",
+    ] {
+        assert!(
+            entries(&pod).contains(&line),
+            "{what}: the pod's securityContext lacks {line}:\n{pod}"
+        );
+    }
+    for mount in block(deployment, "volumeMounts")
+        .map(|b| sequence(&b.join("\n")))
+        .unwrap_or_default()
+    {
+        assert_eq!(
+            value(&mount, "readOnly"),
+            Some("true"),
+            "{what}: a writable mount:\n{mount}"
+        );
+    }
+    assert!(
+        !deployment.contains("hostPath:") && !deployment.contains("privileged: true"),
+        "{what}"
+    );
 }
 
-#[test]
-fn kustomize_renders_the_coordinator_and_the_workers() {
-    let Some(yaml) = render() else { return };
-    let docs = documents(&yaml);
+/// The container's variable XCCD_WORKER_TOKEN comes from the token's Secret, never a value.
+fn assert_token_from_secret(deployment: &str, what: &str) {
+    let token = env(deployment, "XCCD_WORKER_TOKEN", what)
+        .unwrap_or_else(|| panic!("{what}: no XCCD_WORKER_TOKEN in its env"));
+    assert_eq!(
+        own(&token),
+        ["name: XCCD_WORKER_TOKEN", "valueFrom:"],
+        "{what}: XCCD_WORKER_TOKEN must come from a Secret, not a value:\n{token}"
+    );
+    let reference = field(&field(&token, "valueFrom").unwrap(), "secretKeyRef")
+        .unwrap_or_else(|| panic!("{what}: XCCD_WORKER_TOKEN is not a secretKeyRef:\n{token}"));
+    assert_eq!(
+        own(&reference),
+        [
+            format!("key: {}", TOKEN_SECRET.1).as_str(),
+            format!("name: {}", TOKEN_SECRET.0).as_str()
+        ],
+        "{what}: XCCD_WORKER_TOKEN (not optional: without it the pod must not start)"
+    );
+    // Nor through a file: one way only, or xccd refuses to start.
+    assert!(
+        env(deployment, "XCCD_WORKER_TOKEN_FILE", what).is_none()
+            && !args(deployment, what).contains(&"--worker-token-file".to_string()),
+        "{what}"
+    );
+}
 
-    // Exactly the expected objects.
+/// The ports of a Service, each as its sorted own lines.
+fn service_ports(service: &str) -> Vec<Vec<String>> {
+    sequence(&section(service, "ports"))
+        .iter()
+        .map(|p| own(p).into_iter().map(str::to_string).collect())
+        .collect()
+}
+
+/// What the base and both overlays have in common: the objects; the coordinator's two
+/// listeners, each behind its own Service; the network policy that lets only workers reach the
+/// workers' listener; the workers' token from its Secret in both Deployments; the workers
+/// connecting to their Service; probes, resources, security, autoscaler and budget.
+/// `scheme`: the workers' URL scheme, http or https.
+fn assert_common(yaml: &str, dir: &str, scheme: &str) {
+    let docs = documents(yaml);
+
+    // Exactly the expected objects, each labelled with the app; no Secret.
     let kinds: Vec<&str> = docs
         .iter()
         .filter_map(|d| d.lines().find_map(|l| l.strip_prefix("kind: ")))
         .collect();
-    assert_eq!(kinds.len(), docs.len(), "a document without a kind");
-    assert_eq!(yaml.matches("\nkind: Deployment\n").count(), 2, "{yaml}");
-    for kind in ["Service", "HorizontalPodAutoscaler", "PodDisruptionBudget"] {
-        assert_eq!(kinds.iter().filter(|k| **k == kind).count(), 1, "{kinds:?}");
-    }
-    assert_eq!(docs.len(), OBJECTS.len(), "{kinds:?}");
+    assert_eq!(kinds.len(), docs.len(), "{dir}: a document without a kind");
+    assert!(
+        !kinds.contains(&"Secret"),
+        "{dir}: a Secret in the manifests: tokens and keys stay out of the repository"
+    );
+    assert_eq!(docs.len(), OBJECTS.len(), "{dir}: {kinds:?}");
     for (kind, name) in OBJECTS {
         let doc = object(&docs, kind, name);
         let labels = section(doc, "labels");
         assert!(
             entries(&labels).contains(&"app.kubernetes.io/name: xccd"),
-            "{kind} {name}: labels {labels}"
+            "{dir}: {kind} {name}: labels {labels}"
         );
     }
 
-    // The coordinator: one pod, never two, serving gRPC and metrics, probed over gRPC.
+    // The coordinator: one pod, never two, serving the API, the metrics and the workers'
+    // listener, each on its own port.
     let coordinator = object(&docs, "Deployment", "xccd-coordinator");
+    let what = format!("{dir}: coordinator");
+    let what = what.as_str();
     assert_eq!(value(coordinator, "apiVersion"), Some("apps/v1"));
     assert_eq!(value(coordinator, "replicas"), Some("1"));
     assert_eq!(
@@ -277,43 +578,25 @@ fn kustomize_renders_the_coordinator_and_the_workers() {
         value(coordinator, "terminationGracePeriodSeconds"),
         Some("30")
     );
-    let args = section(coordinator, "args");
-    let args = items(&args);
-    assert_eq!(args[0], "serve", "{args:?}");
-    for pair in [
+    let coordinator_args = args(coordinator, what);
+    assert_eq!(coordinator_args[0], "serve", "{coordinator_args:?}");
+    for [flag, wanted] in [
         ["--listen", "0.0.0.0:50051"],
         ["--metrics-listen", "0.0.0.0:9090"],
         ["--threads", "0"],
+        ["--worker-listen", "0.0.0.0:50052"],
     ] {
-        assert!(args.windows(2).any(|w| w == pair), "{pair:?} in {args:?}");
+        assert_eq!(arg(&coordinator_args, flag, what), wanted, "{what}: {flag}");
     }
-    let ports = section(coordinator, "ports");
-    for port in [
-        "containerPort: 50051",
-        "name: grpc",
-        "containerPort: 9090",
-        "name: metrics",
-    ] {
-        assert!(entries(&ports).contains(&port), "{port} in\n{ports}");
-    }
-    for probe in ["readinessProbe", "livenessProbe"] {
-        let probe_block = section(coordinator, probe);
-        let grpc = block(&probe_block, "grpc")
-            .unwrap_or_else(|| panic!("coordinator {probe} is not a grpc probe:\n{probe_block}"));
-        assert_eq!(
-            value(&grpc.join("\n"), "port"),
-            Some("50051"),
-            "coordinator {probe}"
-        );
-        // The overall service "", which is the default: no other service name.
-        assert!(
-            value(&probe_block, "service").unwrap_or("").is_empty(),
-            "coordinator {probe}:\n{probe_block}"
-        );
-    }
+    let ports = section(&container(coordinator, what), "ports");
+    assert_eq!(sequence(&ports).len(), 3, "{what}: ports\n{ports}");
+    assert_eq!(container_port(coordinator, "grpc", what), "50051");
+    assert_eq!(container_port(coordinator, "metrics", what), "9090");
+    assert_eq!(container_port(coordinator, "workers", what), "50052");
     let resources = section(coordinator, "resources");
     assert!(block(&resources, "requests").is_some() && block(&resources, "limits").is_some());
-    assert_locked_down(coordinator, "coordinator");
+    assert_token_from_secret(coordinator, what);
+    assert_locked_down(coordinator, what);
     let template = section(coordinator, "template");
     let coordinator_labels = section(&template, "labels");
     assert!(entries(&coordinator_labels).contains(&"app.kubernetes.io/component: coordinator"));
@@ -323,47 +606,32 @@ fn kustomize_renders_the_coordinator_and_the_workers() {
         "coordinator Deployment",
     );
 
-    // Its Service.
-    let service = object(&docs, "Service", "xccd-coordinator");
-    assert_eq!(value(service, "type"), Some("ClusterIP"));
-    assert_selects(
-        &section(service, "selector"),
-        &coordinator_labels,
-        "coordinator Service",
-    );
-    let ports = section(service, "ports");
-    let ports: Vec<&str> = entries(&ports);
-    for port in [
-        "name: grpc",
-        "port: 50051",
-        "appProtocol: grpc",
-        "name: metrics",
-        "port: 9090",
-        "appProtocol: http",
-    ] {
-        assert!(ports.contains(&port), "{port} in {ports:?}");
-    }
-
-    // The workers: connect to that Service, ready over gRPC, alive over TCP.
+    // The workers: the coordinator's workers' Service, with the same token.
     let worker = object(&docs, "Deployment", "xccd-worker");
+    let what = format!("{dir}: worker");
+    let what = what.as_str();
     assert_eq!(value(worker, "replicas"), Some("2"));
     assert_eq!(value(worker, "terminationGracePeriodSeconds"), Some("30"));
-    let args = section(worker, "args");
+    let worker_args = args(worker, what);
     assert_eq!(
-        items(&args),
+        worker_args[..7],
         [
             "worker",
             "--coordinator",
-            "http://xccd-coordinator:50051",
+            &format!("{scheme}://xccd-coordinator-workers:50052"),
             "--threads",
             "1",
             "--health-listen",
             "0.0.0.0:50052",
-        ]
+        ],
+        "{what}"
     );
+    assert_eq!(container_port(worker, "health", what), "50052");
+    // Ready over gRPC (the worker's own health listener is plaintext, with TLS too), alive
+    // over TCP.
     let readiness = section(worker, "readinessProbe");
     let grpc = block(&readiness, "grpc")
-        .unwrap_or_else(|| panic!("worker readinessProbe is not a grpc probe:\n{readiness}"));
+        .unwrap_or_else(|| panic!("{what}: readinessProbe is not a grpc probe:\n{readiness}"));
     assert_eq!(value(&grpc.join("\n"), "port"), Some("50052"));
     let liveness = section(worker, "livenessProbe");
     assert!(
@@ -371,12 +639,13 @@ fn kustomize_renders_the_coordinator_and_the_workers() {
         "a grpc liveness probe fails on NOT_SERVING (a worker waiting for its coordinator):\n{liveness}"
     );
     let tcp = block(&liveness, "tcpSocket")
-        .unwrap_or_else(|| panic!("worker livenessProbe is not a tcpSocket probe:\n{liveness}"));
+        .unwrap_or_else(|| panic!("{what}: livenessProbe is not a tcpSocket probe:\n{liveness}"));
     assert_eq!(value(&tcp.join("\n"), "port"), Some("50052"));
     let requests = section(&section(worker, "resources"), "requests");
     assert_eq!(value(&requests, "cpu"), Some("1"));
     assert_eq!(value(&requests, "memory"), Some("256Mi"));
-    assert_locked_down(worker, "worker");
+    assert_token_from_secret(worker, what);
+    assert_locked_down(worker, what);
     let template = section(worker, "template");
     let worker_labels = section(&template, "labels");
     assert!(entries(&worker_labels).contains(&"app.kubernetes.io/component: worker"));
@@ -399,6 +668,133 @@ fn kustomize_renders_the_coordinator_and_the_workers() {
         "image {}: kustomization.yaml's images entry sets a tag",
         images[0]
     );
+
+    // The clients' Service: the API and the metrics, not the workers' port.
+    let service = object(&docs, "Service", "xccd-coordinator");
+    assert_eq!(value(service, "type"), Some("ClusterIP"));
+    assert_selects(
+        &section(service, "selector"),
+        &coordinator_labels,
+        "coordinator Service",
+    );
+    assert_eq!(
+        service_ports(service),
+        [
+            [
+                "appProtocol: grpc",
+                "name: grpc",
+                "port: 50051",
+                "protocol: TCP",
+                "targetPort: grpc"
+            ],
+            [
+                "appProtocol: http",
+                "name: metrics",
+                "port: 9090",
+                "protocol: TCP",
+                "targetPort: metrics"
+            ],
+        ],
+        "{dir}: Service xccd-coordinator"
+    );
+
+    // The workers' Service: the workers' listener only, where the workers' URL points.
+    let workers_service = object(&docs, "Service", "xccd-coordinator-workers");
+    assert_eq!(value(workers_service, "type"), Some("ClusterIP"));
+    assert_selects(
+        &section(workers_service, "selector"),
+        &coordinator_labels,
+        "coordinator workers' Service",
+    );
+    assert_selects_not(
+        &section(workers_service, "selector"),
+        &worker_labels,
+        "coordinator workers' Service",
+    );
+    assert_eq!(
+        service_ports(workers_service),
+        [[
+            "appProtocol: grpc",
+            "name: workers",
+            "port: 50052",
+            "protocol: TCP",
+            "targetPort: workers"
+        ]],
+        "{dir}: Service xccd-coordinator-workers"
+    );
+    let url = arg(&worker_args, "--coordinator", what);
+    let authority = url
+        .strip_prefix(&format!("{scheme}://"))
+        .unwrap_or_else(|| panic!("{what}: --coordinator {url}"));
+    assert_eq!(
+        authority,
+        format!(
+            "xccd-coordinator-workers:{}",
+            container_port(coordinator, "workers", what)
+        ),
+        "{what}: --coordinator names the workers' Service and the coordinator's workers port"
+    );
+
+    // The network policy: only this release's workers reach the workers' listener; the API and
+    // the metrics stay open; every port of the coordinator is in some rule.
+    let policy = object(&docs, "NetworkPolicy", "xccd-coordinator");
+    let what = format!("{dir}: NetworkPolicy");
+    let what = what.as_str();
+    assert_eq!(value(policy, "apiVersion"), Some("networking.k8s.io/v1"));
+    let spec = field(policy, "spec").unwrap();
+    let selector = field(&field(&spec, "podSelector").unwrap(), "matchLabels")
+        .unwrap_or_else(|| panic!("{what}: no podSelector.matchLabels"));
+    assert_selects(&selector, &coordinator_labels, what);
+    assert_selects_not(&selector, &worker_labels, what);
+    assert_eq!(
+        items(&field(&spec, "policyTypes").expect("policyTypes")),
+        ["Ingress"],
+        "{what}"
+    );
+    let rules = sequence(&field(&spec, "ingress").expect("ingress rules"));
+    assert_eq!(rules.len(), 2, "{what}: {rules:?}");
+    let ports_of = |rule: &str| -> Vec<String> {
+        let mut ports: Vec<String> = sequence(&field(rule, "ports").expect("a rule's ports"))
+            .iter()
+            .map(|p| {
+                assert_eq!(value(p, "protocol"), Some("TCP"), "{what}: {p}");
+                value(p, "port").unwrap().to_string()
+            })
+            .collect();
+        ports.sort();
+        ports
+    };
+    let open = rules
+        .iter()
+        .find(|r| field(r, "from").is_none())
+        .unwrap_or_else(|| panic!("{what}: no rule for the API's clients"));
+    assert_eq!(own(open), ["ports:"], "{what}: {open}");
+    assert_eq!(ports_of(open), ["50051", "9090"], "{what}: open to all");
+    let workers_rule = rules
+        .iter()
+        .find(|r| field(r, "from").is_some())
+        .unwrap_or_else(|| panic!("{what}: no rule for the workers"));
+    assert_eq!(ports_of(workers_rule), ["50052"], "{what}: workers only");
+    let peers = sequence(&field(workers_rule, "from").unwrap());
+    assert_eq!(peers.len(), 1, "{what}: {peers:?}");
+    // A podSelector alone: pods of this namespace, no namespaceSelector or ipBlock.
+    assert_eq!(own(&peers[0]), ["podSelector:"], "{what}: {}", peers[0]);
+    let peer_selector = field(&field(&peers[0], "podSelector").unwrap(), "matchLabels")
+        .unwrap_or_else(|| panic!("{what}: the workers' rule selects no labels"));
+    assert_selects(&peer_selector, &worker_labels, what);
+    assert_selects_not(&peer_selector, &coordinator_labels, what);
+    assert!(
+        entries(&peer_selector).contains(&"app.kubernetes.io/name: xccd"),
+        "{what}: workers of any app would do:\n{peer_selector}"
+    );
+    let mut allowed = [ports_of(open), ports_of(workers_rule)].concat();
+    allowed.sort();
+    let mut served: Vec<String> = ["grpc", "metrics", "workers"]
+        .iter()
+        .map(|p| container_port(coordinator, p, what))
+        .collect();
+    served.sort();
+    assert_eq!(allowed, served, "{what}: the coordinator's ports");
 
     // The autoscaler and the disruption budget of the workers.
     let hpa = object(&docs, "HorizontalPodAutoscaler", "xccd-worker");
@@ -425,20 +821,277 @@ fn kustomize_renders_the_coordinator_and_the_workers() {
     );
 }
 
+/// The coordinator's probes are gRPC probes of port 50051's overall service (plaintext) or,
+/// with `tls`, TCP connects to it (the kubelet's gRPC probes speak no TLS).
+fn assert_coordinator_probes(coordinator: &str, tls: bool, what: &str) {
+    for probe in ["readinessProbe", "livenessProbe"] {
+        let probe_block = section(coordinator, probe);
+        let (kind, other) = if tls {
+            ("tcpSocket", "grpc")
+        } else {
+            ("grpc", "tcpSocket")
+        };
+        let check = block(&probe_block, kind)
+            .unwrap_or_else(|| panic!("{what}: {probe} is not a {kind} probe:\n{probe_block}"));
+        assert!(
+            block(&probe_block, other).is_none() && block(&probe_block, "exec").is_none(),
+            "{what}: {probe} is a {kind} probe only:\n{probe_block}"
+        );
+        assert_eq!(
+            value(&check.join("\n"), "port"),
+            Some("50051"),
+            "{what}: {probe}"
+        );
+        // The overall service "", which is the default: no other service name.
+        assert!(
+            value(&probe_block, "service").unwrap_or("").is_empty(),
+            "{what}: {probe}:\n{probe_block}"
+        );
+        for timing in ["periodSeconds", "timeoutSeconds", "failureThreshold"] {
+            assert!(
+                value(&probe_block, timing).is_some(),
+                "{what}: {probe} without {timing}"
+            );
+        }
+    }
+}
+
+/// What overlays/tls does, and overlays/mtls keeps: the coordinator serves over TLS with the
+/// Secret xccd-tls's certificate and key, probed over TCP; the workers use https:// and check
+/// it against the Secret's CA, which is all they get of it; everything else is as in the base.
+fn assert_tls(yaml: &str, base: &str, dir: &str) {
+    let docs = documents(yaml);
+    let coordinator = object(&docs, "Deployment", "xccd-coordinator");
+    let what = format!("{dir}: coordinator");
+    let what = what.as_str();
+    let coordinator_args = args(coordinator, what);
+    for (flag, key) in [("--tls-cert", "tls.crt"), ("--tls-key", "tls.key")] {
+        let path = arg(&coordinator_args, flag, what);
+        assert_eq!(path, format!("{TLS_DIR}/{key}"), "{what}: {flag}");
+        assert_eq!(
+            mounted_file(coordinator, path, what),
+            ("xccd-tls".to_string(), key.to_string()),
+            "{what}: {flag}"
+        );
+    }
+    // TLS for all the API's clients, not client certificates.
+    assert!(
+        !coordinator_args.contains(&"--tls-client-ca".to_string()),
+        "{what}: {coordinator_args:?}"
+    );
+    assert_coordinator_probes(coordinator, true, what);
+
+    let worker = object(&docs, "Deployment", "xccd-worker");
+    let what = format!("{dir}: worker");
+    let what = what.as_str();
+    let worker_args = args(worker, what);
+    assert_eq!(
+        arg(&worker_args, "--coordinator", what),
+        "https://xccd-coordinator-workers:50052"
+    );
+    let ca = arg(&worker_args, "--ca-cert", what);
+    assert_eq!(ca, format!("{TLS_DIR}/ca.crt"), "{what}: --ca-cert");
+    assert_eq!(
+        mounted_file(worker, ca, what),
+        ("xccd-tls".to_string(), "ca.crt".to_string()),
+        "{what}: --ca-cert"
+    );
+    assert_eq!(
+        projected_keys(worker, "tls"),
+        Some(vec!["ca.crt".to_string()]),
+        "{what}: the workers get the CA's certificate of xccd-tls, not the server's key"
+    );
+
+    // The other objects are the base's.
+    let base_docs = documents(base);
+    for (kind, name) in OBJECTS.iter().filter(|(kind, _)| *kind != "Deployment") {
+        assert_eq!(
+            object(&docs, kind, name),
+            object(&base_docs, kind, name),
+            "{dir}: {kind} {name} differs from the base's"
+        );
+    }
+}
+
+#[test]
+fn kustomize_renders_the_coordinator_and_the_workers() {
+    let Some(yaml) = render(BASE) else { return };
+    assert_common(&yaml, BASE, "http");
+    let docs = documents(&yaml);
+
+    // Plaintext: gRPC probes, no certificates, no volumes.
+    let coordinator = object(&docs, "Deployment", "xccd-coordinator");
+    assert_coordinator_probes(coordinator, false, "coordinator");
+    let worker = object(&docs, "Deployment", "xccd-worker");
+    assert_eq!(
+        args(worker, "worker"),
+        [
+            "worker",
+            "--coordinator",
+            "http://xccd-coordinator-workers:50052",
+            "--threads",
+            "1",
+            "--health-listen",
+            "0.0.0.0:50052",
+        ]
+    );
+    for (deployment, what) in [(coordinator, "coordinator"), (worker, "worker")] {
+        let args = args(deployment, what);
+        assert!(
+            !args.iter().any(|a| a.contains("tls") || a.contains("cert")),
+            "{what}: {args:?}"
+        );
+        assert!(block(deployment, "volumes").is_none(), "{what}: volumes");
+    }
+    assert_eq!(
+        args(coordinator, "coordinator"),
+        [
+            "serve",
+            "--listen",
+            "0.0.0.0:50051",
+            "--metrics-listen",
+            "0.0.0.0:9090",
+            "--threads",
+            "0",
+            "--worker-listen",
+            "0.0.0.0:50052",
+        ]
+    );
+
+    // `deploy/k8s` is `deploy/k8s/base` as it is.
+    assert_eq!(render("deploy/k8s/base").as_deref(), Some(yaml.as_str()));
+}
+
+#[test]
+fn the_tls_overlay_serves_the_api_and_the_workers_over_tls() {
+    let (Some(base), Some(yaml)) = (render(BASE), render(TLS)) else {
+        return;
+    };
+    assert_common(&yaml, TLS, "https");
+    assert_tls(&yaml, &base, TLS);
+    let docs = documents(&yaml);
+
+    // Exactly the flags it adds, after the base's.
+    let coordinator = object(&docs, "Deployment", "xccd-coordinator");
+    let base_docs = documents(&base);
+    let base_args = args(object(&base_docs, "Deployment", "xccd-coordinator"), "base");
+    assert_eq!(
+        args(coordinator, "coordinator"),
+        [
+            base_args,
+            [
+                "--tls-cert",
+                "/etc/xccd/tls/tls.crt",
+                "--tls-key",
+                "/etc/xccd/tls/tls.key"
+            ]
+            .map(String::from)
+            .to_vec()
+        ]
+        .concat()
+    );
+    assert_eq!(
+        projected_keys(coordinator, "tls"),
+        None,
+        "the coordinator gets all of xccd-tls"
+    );
+    let worker = object(&docs, "Deployment", "xccd-worker");
+    assert_eq!(
+        args(worker, "worker"),
+        [
+            "worker",
+            "--coordinator",
+            "https://xccd-coordinator-workers:50052",
+            "--threads",
+            "1",
+            "--health-listen",
+            "0.0.0.0:50052",
+            "--ca-cert",
+            "/etc/xccd/tls/ca.crt",
+        ]
+    );
+    // No client certificates: that is overlays/mtls.
+    assert!(!worker.contains("xccd-worker-tls") && !coordinator.contains("--worker-client-ca"));
+}
+
+#[test]
+fn the_mtls_overlay_adds_the_workers_client_certificates() {
+    let (Some(base), Some(tls), Some(yaml)) = (render(BASE), render(TLS), render(MTLS)) else {
+        return;
+    };
+    assert_common(&yaml, MTLS, "https");
+    assert_tls(&yaml, &base, MTLS);
+    let docs = documents(&yaml);
+    let tls_docs = documents(&tls);
+
+    // The coordinator: overlays/tls's, requiring workers' certificates signed by xccd-tls's CA.
+    let coordinator = object(&docs, "Deployment", "xccd-coordinator");
+    let tls_args = args(object(&tls_docs, "Deployment", "xccd-coordinator"), "tls");
+    let coordinator_args = args(coordinator, "coordinator");
+    assert_eq!(
+        coordinator_args,
+        [
+            tls_args,
+            vec!["--worker-client-ca".into(), "/etc/xccd/tls/ca.crt".into()]
+        ]
+        .concat()
+    );
+    assert_eq!(
+        mounted_file(coordinator, "/etc/xccd/tls/ca.crt", "coordinator"),
+        ("xccd-tls".to_string(), "ca.crt".to_string())
+    );
+    // Only the workers' listener: the API takes clients without certificates.
+    assert!(!coordinator_args.contains(&"--tls-client-ca".to_string()));
+
+    // The workers: overlays/tls's, with the certificate and key of xccd-worker-tls.
+    let worker = object(&docs, "Deployment", "xccd-worker");
+    let tls_args = args(object(&tls_docs, "Deployment", "xccd-worker"), "tls");
+    let worker_args = args(worker, "worker");
+    assert_eq!(
+        worker_args,
+        [
+            tls_args,
+            [
+                "--client-cert",
+                "/etc/xccd/worker-tls/tls.crt",
+                "--client-key",
+                "/etc/xccd/worker-tls/tls.key"
+            ]
+            .map(String::from)
+            .to_vec()
+        ]
+        .concat()
+    );
+    for (flag, key) in [("--client-cert", "tls.crt"), ("--client-key", "tls.key")] {
+        let path = arg(&worker_args, flag, "worker");
+        assert_eq!(path, format!("{WORKER_TLS_DIR}/{key}"));
+        assert_eq!(
+            mounted_file(worker, path, "worker"),
+            ("xccd-worker-tls".to_string(), key.to_string()),
+            "worker: {flag}"
+        );
+    }
+    // The coordinator never sees the workers' keys.
+    assert!(!coordinator.contains("xccd-worker-tls"));
+}
+
 #[test]
 fn manifests_validate_against_the_kubernetes_schemas() {
-    let Some(yaml) = render() else { return };
     let Some(tool) = kubernetes_validate() else {
         return;
     };
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("deploy-k8s-rendered.yaml");
-    std::fs::write(&path, &yaml).unwrap();
-    let passed = validate(&tool, &path).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(
-        passed,
-        OBJECTS.len() * KUBERNETES_VERSIONS.len(),
-        "every object validated against every version"
-    );
+    for dir in [BASE, TLS, MTLS] {
+        let Some(yaml) = render(dir) else { return };
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("{}-rendered.yaml", dir.replace('/', "-")));
+        std::fs::write(&path, &yaml).unwrap();
+        let passed = validate(&tool, &path).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        assert_eq!(
+            passed,
+            OBJECTS.len() * KUBERNETES_VERSIONS.len(),
+            "{dir}: every object validated against every version"
+        );
+    }
 }
 
 #[test]
@@ -448,8 +1101,8 @@ fn the_validator_rejects_broken_manifests() {
     let Some(tool) = kubernetes_validate() else {
         return;
     };
-    let good =
-        std::fs::read_to_string(root().join("deploy/k8s/coordinator-deployment.yaml")).unwrap();
+    let good = std::fs::read_to_string(root().join("deploy/k8s/base/coordinator-deployment.yaml"))
+        .unwrap();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let check = |name: &str, yaml: &str| {
         let path = dir.join(format!("deploy-k8s-{name}.yaml"));
@@ -486,6 +1139,48 @@ fn the_validator_rejects_broken_manifests() {
             "kubernetes-validate accepted a Deployment with {to}"
         ));
         assert!(report.contains(named), "{name}: {report}");
+    }
+}
+
+#[test]
+fn the_readme_certificates_name_the_services() {
+    // The server certificate that deploy/k8s/README.md makes must name both Services, as the
+    // workers' URL and the clients reach them (short and namespace-qualified).
+    let readme = std::fs::read_to_string(root().join("deploy/k8s/README.md")).unwrap();
+    let sans: Vec<&str> = readme
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("subjectAltName"))
+        .collect();
+    assert_eq!(
+        sans.len(),
+        1,
+        "one subjectAltName line in the README: {sans:?}"
+    );
+    let names: Vec<&str> = sans[0]
+        .trim_start_matches([' ', '='])
+        .split(',')
+        .map(str::trim)
+        .collect();
+    for service in ["xccd-coordinator", "xccd-coordinator-workers"] {
+        for name in [
+            format!("DNS:{service}"),
+            format!("DNS:{service}.$NS.svc"),
+            format!("DNS:{service}.$NS.svc.cluster.local"),
+        ] {
+            assert!(names.contains(&name.as_str()), "{name} in {names:?}");
+        }
+    }
+    // The overlays' Secret keys and the workers' URL, as the README makes and names them.
+    for text in [
+        "--from-file=tls.crt=",
+        "--from-file=tls.key=",
+        "--from-file=ca.crt=",
+        "xccd-worker-tls",
+        "kubectl create secret generic xccd-worker-token --from-literal=token=",
+        "kubectl apply -k deploy/k8s/overlays/tls",
+        "--ca-cert ca.crt",
+    ] {
+        assert!(readme.contains(text), "deploy/k8s/README.md: no {text}");
     }
 }
 

@@ -312,6 +312,7 @@ async fn server(threads: usize) -> RunningServer {
             heartbeat_interval: Duration::from_millis(100),
             lease_timeout: Duration::from_secs(2),
             token: Some(WorkerToken::new(TOKEN).unwrap()),
+            ..ClusterConfig::default()
         },
         worker_listen: (threads == 0).then(|| "127.0.0.1:0".parse().unwrap()),
         ..ServeConfig::default()

@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use xccd::service::cluster::ClusterConfig;
 use xccd::service::grpc::ApiConfig;
+use xccd::service::jobs::Retention;
 use xccd::service::server::{serve_until_signal, ServeConfig};
 use xccd::service::PoolConfig;
 
@@ -29,6 +30,10 @@ pub struct ServeArgs {
     /// Seconds between a remote worker's heartbeats.
     #[arg(long, env = "XCCD_HEARTBEAT_INTERVAL", default_value_t = 1.0)]
     pub heartbeat_interval: f64,
+    /// Seconds a remote worker's run may go without exploring a node before
+    /// its task is taken back and run elsewhere.
+    #[arg(long, env = "XCCD_STALL_TIMEOUT", default_value_t = 30.0)]
+    pub stall_timeout: f64,
     /// A task lost with its worker this many times fails its job.
     #[arg(long, env = "XCCD_MAX_ATTEMPTS", default_value_t = 3)]
     pub max_attempts: u32,
@@ -46,7 +51,15 @@ pub struct ServeArgs {
     /// Seconds a finished submitted job stays readable.
     #[arg(long, env = "XCCD_JOB_RETENTION", default_value_t = 600)]
     pub job_retention: u64,
-    /// Largest DLX text accepted, in bytes.
+    /// Most finished submitted jobs kept readable (the oldest go first).
+    #[arg(long, env = "XCCD_MAX_RETAINED_JOBS", default_value_t = 10_000)]
+    pub max_retained_jobs: usize,
+    /// Most bytes of kept solutions over all finished submitted jobs (the
+    /// oldest jobs go first).
+    #[arg(long, env = "XCCD_MAX_RETAINED_BYTES", default_value_t = 256 << 20)]
+    pub max_retained_bytes: usize,
+    /// Largest request accepted, in bytes: a problem's DLX text, or its
+    /// structured form (with the request's other fields).
     #[arg(long, env = "XCCD_MAX_PROBLEM_BYTES", default_value_t = 32 << 20)]
     pub max_problem_bytes: usize,
     /// The server's certificate chain (PEM): serve the API over TLS (with
@@ -132,6 +145,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         heartbeat_interval: seconds("heartbeat-interval", args.heartbeat_interval)?,
         lease_timeout: seconds("lease-timeout", args.lease_timeout)?,
         token: worker_token(args.worker_token_file.as_deref())?,
+        stall_timeout: seconds("stall-timeout", args.stall_timeout)?,
     };
     if cluster.lease_timeout < cluster.heartbeat_interval * 2 {
         return Err(CliError::BadInput(
@@ -144,7 +158,11 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         listen: args.listen,
         pool,
         api,
-        job_retention: Duration::from_secs(args.job_retention),
+        retention: Retention {
+            period: Duration::from_secs(args.job_retention),
+            max_records: args.max_retained_jobs,
+            max_bytes: args.max_retained_bytes,
+        },
         metrics_listen: args.metrics_listen,
         cluster,
         tls: server_tls(

@@ -13,6 +13,7 @@
 //! The solution is printed in the same layout with every board cell
 //! filled, holes as `#`, all entries right-aligned to one width, every line
 //! ending in `\n`.
+//! A grid has at most [`MAX_GRID_CELLS`](super::MAX_GRID_CELLS) cells.
 //!
 //! # The XCC encoding (Algorithm C)
 //!
@@ -88,6 +89,7 @@
 //! they cut the search from up to 470,000 nodes to under 6,000.
 
 use super::hitori::grid_tokens;
+use super::size::{product, sum, EncodingSize};
 use super::{Encoded, PuzzleError};
 use crate::run::SideCondition;
 use crate::xcc::{Problem, ProblemBuilder};
@@ -171,6 +173,331 @@ impl Hidato {
             })
             .collect();
         self.format(&values)
+    }
+}
+
+/// For every `k` in `0..len`, `max` over the known `values[g]` of
+/// `values[g] - |k - g|` (a very negative number when none is known), in
+/// two linear passes.
+fn max_minus_distance(values: &[Option<i64>]) -> Vec<i64> {
+    const NONE: i64 = i64::MIN / 4;
+    let mut out = vec![NONE; values.len()];
+    let mut run = NONE;
+    for (k, v) in values.iter().enumerate() {
+        run = (run - 1).max(v.unwrap_or(NONE)).max(NONE);
+        out[k] = run;
+    }
+    run = NONE;
+    for (k, v) in values.iter().enumerate().rev() {
+        run = (run - 1).max(v.unwrap_or(NONE)).max(NONE);
+        out[k] = out[k].max(run);
+    }
+    out
+}
+
+/// Counts of cells with a property in rectangles of a grid, by prefix
+/// sums.
+struct RectCounts {
+    rows: i64,
+    cols: i64,
+    /// `sums[r * (cols + 1) + c]`: the cells of rows `..r`, columns `..c`.
+    sums: Vec<u32>,
+}
+
+/// A rectangle of grid cells, bounds included (empty when a low bound
+/// exceeds the high one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Rect {
+    r0: i64,
+    r1: i64,
+    c0: i64,
+    c1: i64,
+}
+
+impl Rect {
+    fn contains(&self, r: i64, c: i64) -> bool {
+        (self.r0..=self.r1).contains(&r) && (self.c0..=self.c1).contains(&c)
+    }
+    fn intersect(&self, o: &Rect) -> Rect {
+        Rect {
+            r0: self.r0.max(o.r0),
+            r1: self.r1.min(o.r1),
+            c0: self.c0.max(o.c0),
+            c1: self.c1.min(o.c1),
+        }
+    }
+    /// The rectangle moved by `(-dr, -dc)`.
+    fn back(&self, (dr, dc): (i64, i64)) -> Rect {
+        Rect {
+            r0: self.r0 - dr,
+            r1: self.r1 - dr,
+            c0: self.c0 - dc,
+            c1: self.c1 - dc,
+        }
+    }
+}
+
+impl RectCounts {
+    fn new(rows: usize, cols: usize, has: impl Fn(usize, usize) -> bool) -> RectCounts {
+        let w = cols + 1;
+        let mut sums = vec![0u32; (rows + 1) * w];
+        for r in 0..rows {
+            for c in 0..cols {
+                sums[(r + 1) * w + c + 1] = sums[r * w + c + 1] + sums[(r + 1) * w + c]
+                    - sums[r * w + c]
+                    + u32::from(has(r, c));
+            }
+        }
+        RectCounts {
+            rows: rows as i64,
+            cols: cols as i64,
+            sums,
+        }
+    }
+
+    fn count(&self, rect: &Rect) -> u64 {
+        let (r0, r1) = (rect.r0.max(0), rect.r1.min(self.rows - 1));
+        let (c0, c1) = (rect.c0.max(0), rect.c1.min(self.cols - 1));
+        if r0 > r1 || c0 > c1 {
+            return 0;
+        }
+        let w = self.cols as usize + 1;
+        let at = |r: i64, c: i64| u64::from(self.sums[r as usize * w + c as usize]);
+        at(r1 + 1, c1 + 1) + at(r0, c0) - at(r0, c1 + 1) - at(r1 + 1, c0)
+    }
+}
+
+impl Hidato {
+    /// Upper bounds of [`HidatoEncoding::new`]'s problem, without building
+    /// it, in time linear in the grid.
+    ///
+    /// Items: exactly the board cells, `N` numbers and `N - 1` positions.
+    ///
+    /// Options: the encoder's candidates of `k` are the cells within board
+    /// distance `|k - g|` of every given `g`. King distance in the plane is
+    /// never longer, so they lie in the rectangle `R(k)`, the intersection
+    /// of the squares of radius `|k - g|` around the givens (found for all
+    /// `k` at once by two passes over the numbers); they are blank cells of
+    /// the king-connected part of the board that holds the givens (there
+    /// are none if the givens are in different parts), or the given's own
+    /// cell when `k` is given. The options of `k < N` are then at most the
+    /// king-adjacent pairs `(x, y)` with `x` a candidate in `R(k)` and `y`
+    /// one in `R(k + 1)`, counted per direction with prefix sums of "blank
+    /// cell whose neighbour in that direction is blank"; those of `N` at
+    /// most its candidates. Entries: 3 for the options of 1 and `N`, 4 for
+    /// the others (2 when `N = 1`). Without holes, king distance through
+    /// the board is the plane's, and these counts are exact.
+    ///
+    /// Work: the encoder's breadth-first search from every given over the
+    /// grid, keeping every distance (`32 G cells` steps for `G` givens: a
+    /// distance of 8 bytes and up to 8 neighbours to look at per cell,
+    /// about 30 ns measured, more once the distances outgrow the caches),
+    /// its `(N + 1) x cells` candidate table (as many bytes), the distance
+    /// tests of every (number, blank cell) pair against up to `G` givens
+    /// (`(N blanks + G) G`), its scan of the table for options
+    /// (`N cells`) and of the candidates' neighbours, and what it builds.
+    /// That is quadratic or worse where the output may be small (a fully
+    /// given board has one option per number).
+    pub fn estimate(&self) -> EncodingSize {
+        let (rows, cols) = (self.rows, self.cols);
+        let cells = rows * cols;
+        let n = self.size();
+        let mut given_at = vec![None; n + 1];
+        for (x, cell) in self.cells.iter().enumerate() {
+            if let Cell::Given(g) = *cell {
+                if let Some(slot) = given_at.get_mut(g as usize) {
+                    *slot = Some(x);
+                }
+            }
+        }
+        let givens = given_at.iter().flatten().count() as u64;
+        let place = |z: usize| ((z / cols) as i64, (z % cols) as i64);
+        let in_grid =
+            |r: i64, c: i64| (0..rows as i64).contains(&r) && (0..cols as i64).contains(&c);
+        let king = [
+            (-1, -1),
+            (-1, 0),
+            (-1, 1),
+            (0, -1),
+            (0, 1),
+            (1, -1),
+            (1, 0),
+            (1, 1),
+        ];
+        // With givens, every candidate is at a finite board distance from
+        // all of them: in the king-connected component of the board that
+        // holds them all, and there is none if they are apart.
+        let mut usable: Vec<bool> = self.cells.iter().map(|c| *c == Cell::Blank).collect();
+        let mut apart = false;
+        if let Some(&first) = given_at.iter().flatten().next() {
+            let mut seen = vec![false; cells];
+            seen[first] = true;
+            let mut stack = vec![first];
+            while let Some(x) = stack.pop() {
+                let (r, c) = place(x);
+                for (dr, dc) in king {
+                    let (rr, cc) = (r + dr, c + dc);
+                    if in_grid(rr, cc) {
+                        let y = rr as usize * cols + cc as usize;
+                        if !seen[y] && self.cells[y] != Cell::Hole {
+                            seen[y] = true;
+                            stack.push(y);
+                        }
+                    }
+                }
+            }
+            apart = !given_at.iter().flatten().all(|&z| seen[z]);
+            for (u, s) in usable.iter_mut().zip(&seen) {
+                *u &= *s && !apart;
+            }
+        }
+        let usable_at = |r: i64, c: i64| usable[r as usize * cols + c as usize];
+        let (options, entries, all_candidates) = if givens == 0 {
+            // Every board cell is a candidate of every number.
+            let free = usable.iter().filter(|&&u| u).count() as u64;
+            let mut adjacent = 0u64; // ordered pairs of king neighbours
+            for x in (0..cells).filter(|&x| usable[x]) {
+                let (r, c) = place(x);
+                for (dr, dc) in [(0, 1), (1, 1), (1, 0), (1, -1)] {
+                    let (rr, cc) = (r + dr, c + dc);
+                    if in_grid(rr, cc) && usable_at(rr, cc) {
+                        adjacent += 2;
+                    }
+                }
+            }
+            let n = n as u64;
+            if n <= 1 {
+                (free, 2 * free, free)
+            } else {
+                (
+                    sum(&[product(&[n - 1, adjacent]), free]),
+                    sum(&[
+                        product(&[3, adjacent]),
+                        product(&[4, n - 2, adjacent]),
+                        product(&[3, free]),
+                    ]),
+                    product(&[n, free]),
+                )
+            }
+        } else {
+            let coordinate = |f: fn(usize, usize) -> i64| {
+                let values: Vec<Option<i64>> = given_at
+                    .iter()
+                    .map(|z| z.map(|z| f(z / cols, z % cols)))
+                    .collect();
+                max_minus_distance(&values)
+            };
+            let r0 = coordinate(|r, _| r as i64);
+            let r1 = coordinate(|r, _| -(r as i64));
+            let c0 = coordinate(|_, c| c as i64);
+            let c1 = coordinate(|_, c| -(c as i64));
+            let rect = |k: usize| Rect {
+                r0: r0[k],
+                r1: -r1[k],
+                c0: c0[k],
+                c1: -c1[k],
+            };
+            let blanks = RectCounts::new(rows, cols, |r, c| usable[r * cols + c]);
+            // Usable cells whose neighbour in direction `d` is usable; the four
+            // other directions are these pairs read backwards.
+            let directions = [(0i64, 1i64), (1, 1), (1, 0), (1, -1)];
+            let pairs: Vec<RectCounts> = directions
+                .iter()
+                .map(|&(dr, dc)| {
+                    RectCounts::new(rows, cols, |r, c| {
+                        let (rr, cc) = (r as i64 + dr, c as i64 + dc);
+                        usable[r * cols + c] && in_grid(rr, cc) && usable_at(rr, cc)
+                    })
+                })
+                .collect();
+            // A given's own cell is its only candidate.
+            let candidates = |k: usize| match given_at[k] {
+                Some(z) => u64::from(!apart && rect(k).contains(place(z).0, place(z).1)),
+                None => blanks.count(&rect(k)),
+            };
+            let mut all_candidates = 0u64;
+            let mut options = 0u64;
+            let mut entries = 0u64;
+            // Blank stretches far from the givens repeat the same rectangles.
+            let mut last: Option<(Rect, Rect, u64)> = None;
+            for k in 1..=n {
+                let here = candidates(k);
+                all_candidates += here;
+                if k == n {
+                    options += here;
+                    entries += here * if n == 1 { 2 } else { 3 };
+                    break;
+                }
+                let (a, b) = (rect(k), rect(k + 1));
+                let transitions = match (given_at[k], given_at[k + 1]) {
+                    (Some(z), next) => {
+                        let (r, c) = place(z);
+                        if here == 0 {
+                            0
+                        } else {
+                            king.iter()
+                                .filter(|&&(dr, dc)| {
+                                    let (rr, cc) = (r + dr, c + dc);
+                                    in_grid(rr, cc)
+                                        && b.contains(rr, cc)
+                                        && match next {
+                                            Some(y) => place(y) == (rr, cc),
+                                            None => usable_at(rr, cc),
+                                        }
+                                })
+                                .count() as u64
+                        }
+                    }
+                    (None, Some(y)) => {
+                        let (r, c) = place(y);
+                        if apart || !b.contains(r, c) {
+                            0
+                        } else {
+                            king.iter()
+                                .filter(|&&(dr, dc)| {
+                                    let (rr, cc) = (r - dr, c - dc);
+                                    in_grid(rr, cc) && a.contains(rr, cc) && usable_at(rr, cc)
+                                })
+                                .count() as u64
+                        }
+                    }
+                    (None, None) => match last {
+                        Some((la, lb, t)) if (la, lb) == (a, b) => t,
+                        _ => {
+                            let t = directions
+                                .iter()
+                                .zip(&pairs)
+                                .map(|(&d, counts)| {
+                                    counts.count(&a.intersect(&b.back(d)))
+                                        + counts.count(&b.intersect(&a.back(d)))
+                                })
+                                .sum();
+                            last = Some((a, b, t));
+                            t
+                        }
+                    },
+                };
+                options += transitions;
+                entries += transitions * if k == 1 { 3 } else { 4 };
+            }
+            (options, entries, all_candidates)
+        };
+        let (n, cells) = (n as u64, cells as u64);
+        let board = self.cells.iter().filter(|c| **c != Cell::Hole).count() as u64;
+        let blank_cells = board - givens;
+        EncodingSize::new(
+            sum(&[board, n, n.saturating_sub(1)]),
+            options,
+            entries,
+            sum(&[
+                product(&[9, cells]),
+                product(&[32, givens, cells]),
+                product(&[n + 1, cells]),
+                product(&[sum(&[product(&[n, blank_cells]), givens]), givens]),
+                product(&[n, cells]),
+                product(&[8, all_candidates]),
+            ]),
+        )
     }
 }
 

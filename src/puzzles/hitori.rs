@@ -22,6 +22,7 @@
 //! `1..=max(rows, cols)`. A solution is printed in the same layout with the
 //! black cells as `#`, all entries right-aligned to one width, every line
 //! ending in `\n`.
+//! A grid has at most [`MAX_GRID_CELLS`] cells.
 //!
 //! # The XCC encoding (weak solutions)
 //!
@@ -64,7 +65,8 @@
 //! or on the border of `K`, hence already black: two adjacent black cells,
 //! against rule 2. The check is one breadth-first search over the grid.
 
-use super::{Encoded, PuzzleError};
+use super::size::{product, sum, EncodingSize};
+use super::{Encoded, PuzzleError, MAX_GRID_CELLS};
 use crate::run::SideCondition;
 use crate::xcc::{Problem, ProblemBuilder};
 
@@ -91,6 +93,96 @@ impl Hitori {
                     && (0..rows).all(|k| k == r || self.at(k, c) != v)
             })
             .collect()
+    }
+
+    /// How many times each cell's number occurs in its row and in its
+    /// column, and how many (line, value) pairs occur more than once, in
+    /// time linear in the grid (a count per value, reset line by line).
+    fn line_counts(&self) -> (Vec<u32>, Vec<u32>, u64) {
+        let (rows, cols) = (self.rows, self.cols);
+        let max = self.numbers.iter().copied().max().unwrap_or(0) as usize;
+        let mut count = vec![0u32; max + 1];
+        let mut repeated = 0u64;
+        let mut count_line = |line: &[usize], out: &mut [u32]| {
+            for &i in line {
+                count[self.numbers[i] as usize] += 1;
+            }
+            for &i in line {
+                out[i] = count[self.numbers[i] as usize];
+            }
+            for &i in line {
+                let k = std::mem::take(&mut count[self.numbers[i] as usize]);
+                repeated += u64::from(k > 1);
+            }
+        };
+        let mut in_row = vec![0; rows * cols];
+        let mut in_col = vec![0; rows * cols];
+        let mut line = Vec::with_capacity(rows.max(cols));
+        for r in 0..rows {
+            line.clear();
+            line.extend(r * cols..(r + 1) * cols);
+            count_line(&line, &mut in_row);
+        }
+        for c in 0..cols {
+            line.clear();
+            line.extend((c..rows * cols).step_by(cols));
+            count_line(&line, &mut in_col);
+        }
+        (in_row, in_col, repeated)
+    }
+
+    /// The size of [`HitoriEncoding::new`]'s problem, exactly, without
+    /// building it, in time linear in the grid: a cell item per cell, a
+    /// line item per (line, value) repeated in the line, a pair item per
+    /// adjacent pair of non-seeds; a white option per cell (its item and
+    /// the line items of its value) and a black one per non-seed (its item
+    /// and its pairs).
+    ///
+    /// The work is not linear: the encoder compares every cell's number
+    /// with its row and its column to find seeds and, for each option,
+    /// repeated values, and scans a whole line per (line, distinct value)
+    /// item candidate; that is `2 rows cols (rows + cols + values)` steps
+    /// (`values` distinct numbers), plus sorting the numbers (64 steps a
+    /// cell) and what it builds.
+    pub fn estimate(&self) -> EncodingSize {
+        let (rows, cols) = (self.rows, self.cols);
+        let cells = rows * cols;
+        let (in_row, in_col, line_items) = self.line_counts();
+        let seed: Vec<bool> = (0..cells)
+            .map(|i| in_row[i] == 1 && in_col[i] == 1)
+            .collect();
+        let (mut pairs, mut options, mut entries) = (0u64, 0u64, 0u64);
+        for i in 0..cells {
+            let (r, c) = (i / cols, i % cols);
+            options += 1;
+            entries += 1 + u64::from(in_row[i] > 1) + u64::from(in_col[i] > 1);
+            if seed[i] {
+                continue;
+            }
+            let right = c + 1 < cols && !seed[i + 1];
+            let down = r + 1 < rows && !seed[i + cols];
+            let left = c > 0 && !seed[i - 1];
+            let up = r > 0 && !seed[i - cols];
+            pairs += u64::from(right) + u64::from(down);
+            options += 1;
+            entries += 1 + [right, down, left, up].iter().filter(|&&b| b).count() as u64;
+        }
+        let max = self.numbers.iter().copied().max().unwrap_or(0) as usize;
+        let mut present = vec![false; max + 1];
+        for &v in &self.numbers {
+            present[v as usize] = true;
+        }
+        let values = present.iter().filter(|&&p| p).count() as u64;
+        let (rows, cols, cells) = (rows as u64, cols as u64, cells as u64);
+        EncodingSize::new(
+            sum(&[cells, line_items, pairs]),
+            options,
+            entries,
+            sum(&[
+                product(&[2, cells, sum(&[rows, cols, values])]),
+                product(&[cells, 64]),
+            ]),
+        )
     }
 
     /// The grid with the cells of `black` as `#`, in the text layout.
@@ -134,16 +226,24 @@ pub(super) struct Token<'a> {
 }
 
 /// Splits a text into rows of whitespace-separated tokens (blank lines are
-/// skipped), checking that there is at least one row and that all rows have
-/// as many tokens as the first.
+/// skipped), checking that there is at least one row, that all rows have
+/// as many tokens as the first, and that there are at most
+/// [`MAX_GRID_CELLS`] tokens.
 pub(super) fn grid_tokens(text: &str) -> Result<Vec<Vec<Token<'_>>>, PuzzleError> {
     let mut rows: Vec<Vec<Token<'_>>> = Vec::new();
+    let mut total = 0;
     for (l, line) in text.lines().enumerate() {
         let mut row = Vec::new();
         let mut start: Option<(usize, usize)> = None; // (byte, column)
         let mut column = 0;
         for (byte, ch) in line.char_indices() {
             column += 1;
+            if start.is_none() && !ch.is_whitespace() {
+                total += 1;
+                if total > MAX_GRID_CELLS {
+                    return Err(too_many_cells(l + 1, column));
+                }
+            }
             if ch.is_whitespace() {
                 if let Some((b, col)) = start.take() {
                     row.push(Token {
@@ -190,6 +290,16 @@ pub(super) fn grid_tokens(text: &str) -> Result<Vec<Vec<Token<'_>>>, PuzzleError
         return Err(PuzzleError::new(1, 1, "empty puzzle: no rows"));
     }
     Ok(rows)
+}
+
+/// The error of a grid with more than [`MAX_GRID_CELLS`] cells, at the
+/// first cell too many.
+pub(super) fn too_many_cells(line: usize, column: usize) -> PuzzleError {
+    PuzzleError::new(
+        line,
+        column,
+        format!("too many cells: a grid has at most {MAX_GRID_CELLS}"),
+    )
 }
 
 /// Reads a hitori puzzle.

@@ -5,6 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::futoshiki::FutoshikiEncoding;
+use super::size::{EncodingLimits, EncodingSize, SizeError};
 use super::{Encoded, PuzzleError};
 
 /// A kind of puzzle.
@@ -95,6 +96,40 @@ impl Puzzle {
     pub fn encode(&self) -> Result<Box<dyn Encoded>, PuzzleError> {
         encode(self.kind, &self.text, &self.options)
     }
+
+    /// Upper bounds of the size of [`Self::encode`]'s problem and of the
+    /// work of building it, without building it (see [`super::size`]):
+    /// parses the text (the same errors as `encode`) and counts, in time
+    /// linear in the text.
+    pub fn estimate(&self) -> Result<EncodingSize, PuzzleError> {
+        estimate(self.kind, &self.text, &self.options)
+    }
+
+    /// The estimate, if it is within `limits`: what to check before
+    /// [`Self::encode`] on a puzzle from an untrusted source.
+    pub fn check_size(&self, limits: &EncodingLimits) -> Result<EncodingSize, SizeError> {
+        let size = self.estimate()?;
+        limits.check(&size)?;
+        Ok(size)
+    }
+}
+
+/// Parses `text` as a puzzle of the given kind and bounds its encoding
+/// (see [`Puzzle::estimate`]).
+pub fn estimate(
+    kind: Kind,
+    text: &str,
+    options: &EncodeOptions,
+) -> Result<EncodingSize, PuzzleError> {
+    Ok(match kind {
+        Kind::Latin => super::latin::LatinPuzzle::parse(text)?.estimate(),
+        Kind::Futoshiki => super::futoshiki::Futoshiki::parse(text)?.estimate(options.encoding),
+        Kind::Sudoku => super::sudoku::Sudoku::parse(text)?.estimate(),
+        Kind::Queens => super::queens::estimate(super::queens::parse(text)?),
+        Kind::Hitori => super::hitori::parse(text)?.estimate(),
+        Kind::Hidato => super::hidato::parse(text)?.estimate(),
+        Kind::Slitherlink => super::slitherlink::parse(text)?.estimate(),
+    })
 }
 
 /// Parses `text` as a puzzle of the given kind and encodes it.

@@ -30,6 +30,7 @@
 
 use crate::xcc::{Problem, ProblemBuilder};
 
+use super::size::{product, sum, EncodingSize};
 use super::{Encoded, PuzzleError};
 use crate::run::SideCondition;
 
@@ -218,6 +219,25 @@ impl LatinPuzzle {
 }
 
 /// Parses a grid token: a number in `1..=n`, or one of `blanks`.
+impl LatinPuzzle {
+    /// The size of [`Self::encode`]'s problem, exactly, without building
+    /// it: 3n² items; one option per value of an empty cell and one per
+    /// given, of 3 entries each. The work is the n³ (cell, value) pairs
+    /// the encoder looks at, plus what it builds.
+    pub fn estimate(&self) -> EncodingSize {
+        let n = self.n as u64;
+        let givens = self.givens.iter().flatten().filter(|g| g.is_some()).count() as u64;
+        let cells = product(&[n, n]);
+        let options = sum(&[givens, product(&[cells - givens, n])]);
+        EncodingSize::new(
+            product(&[3, cells]),
+            options,
+            product(&[3, options]),
+            product(&[n, n, n]),
+        )
+    }
+}
+
 pub(crate) fn parse_value(
     t: &Token<'_>,
     n: usize,

@@ -18,14 +18,22 @@ pub mod hitori;
 pub mod kinds;
 pub mod latin;
 pub mod queens;
+pub mod size;
 pub mod slitherlink;
 pub mod sudoku;
 
 pub use futoshiki::FutoshikiEncoding;
 pub use kinds::{EncodeOptions, Kind, Puzzle};
+pub use size::{EncodingLimits, EncodingSize, Measure, SizeError, TooLarge};
 
 use crate::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, SideCondition, Taken};
 use crate::xcc::{Problem, ProgressView, Task};
+
+/// The most cells (holes included) a hitori, hidato or slitherlink grid
+/// may have: 1000 x 1000 or so. Their encodings are refused well before
+/// that by [`EncodingLimits`]; this bounds the memory and time of parsing
+/// and of [`Puzzle::estimate`] whatever the text.
+pub const MAX_GRID_CELLS: usize = 1 << 20;
 
 /// A mistake in a puzzle's text, with its place (1-based).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -29,6 +29,7 @@
 use crate::xcc::{Problem, ProblemBuilder};
 
 use super::latin::token_lines;
+use super::size::{product, sum, EncodingSize};
 use super::{Encoded, PuzzleError};
 use crate::run::SideCondition;
 
@@ -140,6 +141,30 @@ impl Encoded for QueensEncoded {
         }
         out
     }
+}
+
+/// The size of [`encode`]'s problem, exactly, without building it: 2n
+/// primary items and 2(2n - 3) diagonal ones (none for n = 1); n² options
+/// of a row, a column and the diagonals of length at least 2 through the
+/// square (all but the two corner squares on each family's shortest
+/// diagonals, which are the same square when n = 1). The work is the n²
+/// squares, plus what the encoder builds.
+pub fn estimate(n: usize) -> EncodingSize {
+    let n = n as u64;
+    let squares = product(&[n, n]);
+    let short = if n == 1 { 1 } else { 2 };
+    EncodingSize::new(
+        sum(&[
+            product(&[2, n]),
+            product(&[2, product(&[2, n]).saturating_sub(3)]),
+        ]),
+        squares,
+        sum(&[
+            product(&[2, squares]),
+            product(&[2, squares.saturating_sub(short)]),
+        ]),
+        squares,
+    )
 }
 
 /// Parses and encodes.

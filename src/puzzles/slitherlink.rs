@@ -14,6 +14,7 @@
 //! `2 cols + 1` characters: `+` at vertices, `-` and `|` for chosen edges,
 //! spaces for absent ones, each clue at its cell's centre (a space for no
 //! clue); every line ends in `\n`.
+//! A grid has at most [`MAX_GRID_CELLS`] cells.
 //!
 //! # Weak solutions are colourings
 //!
@@ -101,7 +102,8 @@
 //! None of them rejects a partial solution that extends to a full one.
 
 use super::hitori::Rng;
-use super::{Encoded, PuzzleError};
+use super::size::{product, sum, EncodingSize};
+use super::{Encoded, PuzzleError, MAX_GRID_CELLS};
 use crate::run::SideCondition;
 use crate::xcc::{Problem, ProblemBuilder};
 
@@ -215,6 +217,63 @@ impl Slitherlink {
     }
 }
 
+impl Slitherlink {
+    /// The size of [`SlitherlinkEncoding::new`]'s problem, exactly,
+    /// without building it: a clue item per clue cell, a vertex item per
+    /// vertex, a colour item per cell. Options: 2^m per vertex with m cells
+    /// around it (1 at the 4 corners, 2 on the sides, 4 inside), minus the
+    /// 2 checkerboards of the inner vertices, each of 1 + m entries; for a
+    /// clue k in a cell with d neighbours (4 - d sides on the border),
+    /// C(d, k) colourings with the cell out and C(d, 4 - k) with it in,
+    /// each of 2 + d entries. The work is linear: at most 16 colourings per
+    /// vertex and 32 per clue, 4 steps each, plus what the encoder builds.
+    pub fn estimate(&self) -> EncodingSize {
+        let (rows, cols) = (self.rows as u64, self.cols as u64);
+        let cells = product(&[rows, cols]);
+        let vertices = product(&[rows + 1, cols + 1]);
+        let inner = product(&[rows.saturating_sub(1), cols.saturating_sub(1)]);
+        let sides = product(&[2, sum(&[rows.saturating_sub(1), cols.saturating_sub(1)])]);
+        let mut options = sum(&[
+            product(&[4, 2]),
+            product(&[sides, 4]),
+            product(&[inner, 14]),
+        ]);
+        let mut entries = sum(&[
+            product(&[4, 2, 2]),
+            product(&[sides, 4, 3]),
+            product(&[inner, 14, 5]),
+        ]);
+        let choose = |d: u64, k: i64| match k {
+            0 => 1,
+            1 => d,
+            2 if d >= 2 => d * (d - 1) / 2,
+            3 if d >= 3 => d * (d - 1) * (d - 2) / 6,
+            4 if d == 4 => 1,
+            _ => 0,
+        };
+        let mut clues = 0u64;
+        for (x, clue) in self.clues.iter().enumerate() {
+            let Some(k) = *clue else { continue };
+            let (r, c) = (x / self.cols, x % self.cols);
+            let d = [r > 0, r + 1 < self.rows, c > 0, c + 1 < self.cols]
+                .iter()
+                .filter(|&&b| b)
+                .count() as u64;
+            let k = i64::from(k);
+            let colourings = choose(d, k) + choose(d, 4 - k);
+            clues += 1;
+            options += colourings;
+            entries += colourings * (2 + d);
+        }
+        EncodingSize::new(
+            sum(&[clues, vertices, cells]),
+            options,
+            entries,
+            sum(&[product(&[vertices, 16, 4]), product(&[clues, 32, 4])]),
+        )
+    }
+}
+
 /// Reads a slitherlink diagram.
 pub fn parse(text: &str) -> Result<Slitherlink, PuzzleError> {
     let mut clues = Vec::new();
@@ -244,6 +303,9 @@ pub fn parse(text: &str) -> Result<Slitherlink, PuzzleError> {
                     ))
                 }
             };
+            if clues.len() == MAX_GRID_CELLS {
+                return Err(super::hitori::too_many_cells(l + 1, k + 1));
+            }
             if rows > 0 && count == cols {
                 return Err(PuzzleError::new(
                     l + 1,

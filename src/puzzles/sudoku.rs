@@ -34,6 +34,7 @@
 use crate::xcc::{Problem, ProblemBuilder};
 
 use super::latin::{check_rows, parse_value, token_lines};
+use super::size::{product, sum, EncodingSize};
 use super::{Encoded, PuzzleError};
 use crate::run::SideCondition;
 
@@ -205,6 +206,23 @@ impl Sudoku {
 
     /// Whether `grid` is a solved sudoku that keeps the givens (an
     /// independent check of the rules).
+    /// The size of [`Self::encode`]'s problem, exactly, without building
+    /// it: 4n² items; one option per value of an empty cell and one per
+    /// given, of 4 entries each. The work is the n³ (cell, value) pairs
+    /// the encoder looks at, plus what it builds.
+    pub fn estimate(&self) -> EncodingSize {
+        let n = self.n as u64;
+        let givens = self.givens.iter().flatten().filter(|g| g.is_some()).count() as u64;
+        let cells = product(&[n, n]);
+        let options = sum(&[givens, product(&[cells - givens, n])]);
+        EncodingSize::new(
+            product(&[4, cells]),
+            options,
+            product(&[4, options]),
+            product(&[n, n, n]),
+        )
+    }
+
     pub fn is_solution(&self, grid: &[Vec<usize>]) -> bool {
         let n = self.n;
         if grid.len() != n || grid.iter().any(|row| row.len() != n) {

@@ -20,10 +20,11 @@ use tracing::Instrument;
 use super::callers::Caller;
 use super::convert::{self, ProblemLimits};
 use super::job::{Delivery, EndReason, Event, Job, JobSpec, SolutionIndices};
-use super::jobs::{format_id, parse_id, JobRegistry};
+use super::jobs::{self, format_id, parse_id, Entry, JobRegistry, Record};
 use super::pool::{Pool, SubmitError};
 use super::proto as pb;
 use super::proto::solver_service_server::SolverService;
+use crate::xcc::problem::quote;
 use crate::xcc::Problem;
 
 /// Settings of the API layer.
@@ -56,6 +57,19 @@ impl Default for ApiConfig {
     }
 }
 
+impl ApiConfig {
+    /// The limits of a puzzle's encoding: a problem's limits, and the work
+    /// of building it.
+    pub fn puzzle_limits(&self) -> crate::puzzles::EncodingLimits {
+        crate::puzzles::EncodingLimits {
+            items: self.limits.max_items as u64,
+            options: self.limits.max_options as u64,
+            entries: self.limits.max_entries as u64,
+            ..crate::puzzles::EncodingLimits::DEFAULT
+        }
+    }
+}
+
 pub struct SolverApi {
     pool: Arc<Pool>,
     jobs: Arc<JobRegistry>,
@@ -71,36 +85,22 @@ impl SolverApi {
         self.pool.submit(problem, spec).map_err(refused)
     }
 
-    fn job_message(&self, job: &Job) -> pb::Job {
-        let progress = self.pool.progress(job);
-        let summary = job.summary();
-        let state = if summary.is_some() {
-            pb::JobState::Done
-        } else if progress.tasks_running > 0 || progress.nodes > 0 {
-            pb::JobState::Running
-        } else {
-            pb::JobState::Queued
-        };
-        pb::Job {
-            job_id: format_id(job.id),
-            state: state as i32,
-            progress: Some(convert::progress(&progress)),
-            summary: summary.as_ref().map(convert::summary),
-            created_unix_seconds: job
-                .created
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
+    fn job_message(&self, entry: &Entry) -> pb::Job {
+        match entry {
+            Entry::Live(job) => jobs::message(&self.pool, job),
+            Entry::Ended(record) => record.message.clone(),
         }
     }
 
     /// The job `id` names, if `caller` may see it: another caller's job is
     /// as absent as one that never was.
-    fn find(&self, id: &str, caller: &Caller) -> Result<Arc<Job>, Status> {
-        let parsed = parse_id(id)
-            .ok_or_else(|| Status::invalid_argument(format!("job_id: {id:?} is not a job id")))?;
+    fn find(&self, id: &str, caller: &Caller) -> Result<Entry, Status> {
+        let parsed = parse_id(id).ok_or_else(|| {
+            Status::invalid_argument(format!("job_id: {} is not a job id", quote(id)))
+        })?;
         self.jobs
             .get(parsed)
-            .filter(|job| caller.owns(&job.spec.owner))
+            .filter(|entry| caller.owns(entry.owner()))
             .ok_or_else(|| Status::not_found(format!("job_id: no job {id} (it may have expired)")))
     }
 }
@@ -313,11 +313,16 @@ impl SolverService for SolverApi {
         let req = request.into_inner();
         let interval =
             convert::interval("progress_interval_seconds", req.progress_interval_seconds)?;
-        let job = self.find(&req.job_id, &caller)?;
+        let entry = self.find(&req.job_id, &caller)?;
         let pool = self.pool.clone();
-        let span = tracing::info_span!("job", id = job.id, rpc = "WatchJob");
-        Ok(stream_from(span, move |tx| {
-            watch(pool, job, req.include_solutions, interval, deadline, tx)
+        let span = tracing::info_span!("job", id = entry.id(), rpc = "WatchJob");
+        Ok(stream_from(span, move |tx| async move {
+            match entry {
+                Entry::Live(job) => {
+                    watch(pool, job, req.include_solutions, interval, deadline, tx).await
+                }
+                Entry::Ended(record) => replay(&record, req.include_solutions, tx).await,
+            }
         }))
     }
 
@@ -327,17 +332,21 @@ impl SolverService for SolverApi {
     ) -> Result<Response<pb::GetJobResponse>, Status> {
         let caller = Caller::of(&request);
         let req = request.into_inner();
-        let job = self.find(&req.job_id, &caller)?;
-        let mut kept = job.kept_from(0);
-        if req.max_solutions > 0 {
-            kept.truncate(req.max_solutions as usize);
-        }
-        Ok(Response::new(pb::GetJobResponse {
-            job: Some(self.job_message(&job)),
-            solutions: kept
+        let entry = self.find(&req.job_id, &caller)?;
+        let mut solutions = match &entry {
+            Entry::Live(job) => job
+                .kept_from(0)
                 .iter()
                 .map(|s| convert::solution(&job.problem, s, true))
                 .collect(),
+            Entry::Ended(record) => record.solutions.clone(),
+        };
+        if req.max_solutions > 0 {
+            solutions.truncate(req.max_solutions as usize);
+        }
+        Ok(Response::new(pb::GetJobResponse {
+            job: Some(self.job_message(&entry)),
+            solutions,
         }))
     }
 
@@ -346,11 +355,13 @@ impl SolverService for SolverApi {
         request: Request<pb::CancelJobRequest>,
     ) -> Result<Response<pb::CancelJobResponse>, Status> {
         let caller = Caller::of(&request);
-        let job = self.find(&request.into_inner().job_id, &caller)?;
-        self.pool.cancel(&job, EndReason::Cancelled);
-        tracing::info!(job = job.id, "job cancelled");
+        let entry = self.find(&request.into_inner().job_id, &caller)?;
+        if let Entry::Live(job) = &entry {
+            self.pool.cancel(job, EndReason::Cancelled);
+            tracing::info!(job = job.id, "job cancelled");
+        }
         Ok(Response::new(pb::CancelJobResponse {
-            job: Some(self.job_message(&job)),
+            job: Some(self.job_message(&entry)),
         }))
     }
 
@@ -363,8 +374,8 @@ impl SolverService for SolverApi {
             .jobs
             .list()
             .iter()
-            .filter(|job| caller.owns(&job.spec.owner))
-            .map(|j| self.job_message(j))
+            .filter(|entry| caller.owns(entry.owner()))
+            .map(|entry| self.job_message(entry))
             .collect();
         Ok(Response::new(pb::ListJobsResponse { jobs }))
     }
@@ -517,6 +528,33 @@ async fn deadline_passed<T>(tx: &mpsc::Sender<Result<T, Status>>, deadline: Inst
         let _ = tx
             .send(Err(Status::deadline_exceeded("the call's deadline passed")))
             .await;
+    }
+}
+
+/// Feeds a WatchJob call on an ended job: its kept solutions if asked,
+/// then its last progress and its summary.
+async fn replay(
+    record: &Record,
+    include_solutions: bool,
+    tx: mpsc::Sender<Result<pb::WatchJobResponse, Status>>,
+) {
+    use pb::watch_job_response::Event as E;
+    let mut events = Vec::new();
+    if include_solutions && !record.solutions.is_empty() {
+        events.push(E::Solutions(pb::SolutionBatch {
+            solutions: record.solutions.clone(),
+        }));
+    }
+    events.extend(record.message.progress.map(E::Progress));
+    events.extend(record.message.summary.clone().map(E::Summary));
+    for event in events {
+        if tx
+            .send(Ok(pb::WatchJobResponse { event: Some(event) }))
+            .await
+            .is_err()
+        {
+            return;
+        }
     }
 }
 

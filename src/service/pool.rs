@@ -28,7 +28,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -640,16 +640,22 @@ impl Shared {
 
 /// Runs tasks until the pool shuts down.
 fn worker(shared: Arc<Shared>, index: usize) {
-    let mut solvers: HashMap<JobId, Solver> = HashMap::new();
+    // Solvers of the jobs this thread ran lately, to run their next tasks
+    // without building the links again; a job's goes once the job ends.
+    let mut solvers: HashMap<JobId, (Weak<Job>, Solver)> = HashMap::new();
     while let Some((job, work, spent_nodes)) = shared.next_task(index) {
         let span = tracing::debug_span!("task", job = job.id, level = work.task.level());
         let _enter = span.enter();
+        solvers.retain(|_, (job, _)| {
+            job.upgrade()
+                .is_some_and(|job| !job.is_stopping() && job.summary().is_none())
+        });
         if solvers.len() >= 4 && !solvers.contains_key(&job.id) {
             solvers.clear();
         }
-        let solver = solvers
+        let (_, solver) = solvers
             .entry(job.id)
-            .or_insert_with(|| Solver::new(&job.problem));
+            .or_insert_with(|| (Arc::downgrade(&job), Solver::new(&job.problem)));
         let spec = job.run_spec(&work, spent_nodes, shared.poll_nodes);
         let task = work.task.clone();
         let mut ledger = Ledger::new(work);

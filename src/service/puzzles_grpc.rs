@@ -2,6 +2,9 @@
 //! same pool and job queue as generic problems, answered with decoded grids.
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
@@ -14,9 +17,10 @@ use super::proto as pb;
 use super::proto::puzzle_service_server::PuzzleService;
 use crate::puzzles::futoshiki::FutoshikiEncoding;
 use crate::puzzles::kinds::{EncodeOptions, Kind};
-use crate::puzzles::{Encoded, Puzzle};
+use crate::puzzles::{Encoded, EncodingLimits, Puzzle, SizeError};
 use crate::run::SideCondition;
 use crate::xcc::dlx_format;
+use crate::xcc::problem::quote;
 
 /// Most solutions a SolvePuzzle call may ask for.
 const MAX_SOLVE_LIMIT: u64 = 10_000;
@@ -27,11 +31,67 @@ const MAX_BATCH: usize = 65_536;
 
 pub struct PuzzleApi {
     pool: Arc<Pool>,
+    limits: EncodingLimits,
+    /// Encodings being built at once: one per core at most.
+    encoders: Arc<Semaphore>,
 }
 
 impl PuzzleApi {
-    pub fn new(pool: Arc<Pool>) -> PuzzleApi {
-        PuzzleApi { pool }
+    /// Puzzle RPCs on `pool`; puzzles whose encoding would exceed `limits`
+    /// are refused before it is built.
+    pub fn new(pool: Arc<Pool>, limits: EncodingLimits) -> PuzzleApi {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        PuzzleApi {
+            pool,
+            limits,
+            encoders: Arc::new(Semaphore::new(cores)),
+        }
+    }
+
+    /// Reads and encodes a request's puzzle. Its encoding's size is bounded
+    /// from the text first, and past the limits the puzzle is refused with
+    /// nothing built; the encoding is then built on a blocking thread, never
+    /// on the async runtime, at most one per core, and the call gives up at
+    /// its deadline.
+    async fn encode(
+        &self,
+        puzzle: Option<pb::Puzzle>,
+        deadline: Option<Instant>,
+    ) -> Result<EncodedPuzzle, Status> {
+        let puzzle = read_puzzle(puzzle)?;
+        let far = Instant::now() + Duration::from_secs(3600);
+        let deadline = deadline.unwrap_or(far);
+        let late = || {
+            Status::deadline_exceeded(
+                "the call's deadline passed while the puzzle waited to be encoded",
+            )
+        };
+        let permit = tokio::time::timeout_at(deadline, self.encoders.clone().acquire_owned())
+            .await
+            .map_err(|_| late())?
+            .map_err(|_| Status::unavailable("the server is shutting down"))?;
+        let limits = self.limits;
+        let building = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            puzzle.check_size(&limits).map_err(|e| match e {
+                SizeError::Puzzle(e) => Status::invalid_argument(format!("puzzle.text: {e}")),
+                SizeError::TooLarge(e) => {
+                    metrics::counter!("xccd_puzzles_too_large_total").increment(1);
+                    Status::invalid_argument(format!("puzzle: {e}"))
+                }
+            })?;
+            let encoded = puzzle
+                .encode()
+                .map_err(|e| Status::invalid_argument(format!("puzzle.text: {e}")))?;
+            Ok((Arc::from(encoded), puzzle))
+        });
+        match tokio::time::timeout_at(deadline, building).await {
+            Err(_) => Err(late()),
+            Ok(Err(panic)) => Err(Status::internal(format!(
+                "encoding the puzzle failed: {panic}"
+            ))),
+            Ok(Ok(result)) => result,
+        }
     }
 
     /// Starts a job on an encoded puzzle. The job carries the puzzle
@@ -163,7 +223,8 @@ fn grid_text(kind: Kind, grid: &pb::CellGrid) -> Result<String, Status> {
         for (c, cell) in row.cells.iter().enumerate() {
             if cell.is_empty() || cell.chars().any(char::is_whitespace) {
                 return Err(Status::invalid_argument(format!(
-                    "puzzle.cells.rows[{r}].cells[{c}]: {cell:?} is not a cell token"
+                    "puzzle.cells.rows[{r}].cells[{c}]: {} is not a cell token",
+                    quote(cell)
                 )));
             }
         }
@@ -250,7 +311,8 @@ fn futoshiki_text(grid: &pb::CellGrid, cols: usize) -> Result<String, Status> {
         .join("\n"))
 }
 
-fn encode(puzzle: Option<pb::Puzzle>) -> Result<EncodedPuzzle, Status> {
+/// The puzzle a request gives (its text, for cells).
+fn read_puzzle(puzzle: Option<pb::Puzzle>) -> Result<Puzzle, Status> {
     let puzzle = puzzle.ok_or_else(|| Status::invalid_argument("puzzle: required"))?;
     let kind = kind(puzzle.kind)?;
     let text = match puzzle.grid {
@@ -268,18 +330,14 @@ fn encode(puzzle: Option<pb::Puzzle>) -> Result<EncodedPuzzle, Status> {
             )))
         }
     };
-    let puzzle = Puzzle {
+    Ok(Puzzle {
         kind,
         text,
         options: EncodeOptions {
             weak: puzzle.weak,
             encoding,
         },
-    };
-    let encoded = puzzle
-        .encode()
-        .map_err(|e| Status::invalid_argument(format!("puzzle.text: {e}")))?;
-    Ok((Arc::from(encoded), puzzle))
+    })
 }
 
 /// A puzzle's events on an EnumeratePuzzle stream.
@@ -333,7 +391,7 @@ impl PuzzleService for PuzzleApi {
                 "limit: {limit} exceeds {MAX_SOLVE_LIMIT}; use EnumeratePuzzle"
             )));
         }
-        let encoded = encode(req.puzzle)?;
+        let encoded = self.encode(req.puzzle, deadline).await?;
         let (job, summary) = self.run_kept(&caller, &encoded, limit, deadline).await?;
         if let Some(status) = convert::failure(&summary) {
             return Err(status);
@@ -373,7 +431,7 @@ impl PuzzleService for PuzzleApi {
             }
             n => n,
         };
-        let encoded = encode(req.puzzle)?;
+        let encoded = self.encode(req.puzzle, deadline).await?;
         let delivery = if req.count_only {
             Delivery::CountOnly
         } else {
@@ -410,7 +468,7 @@ impl PuzzleService for PuzzleApi {
         let arrived = Instant::now();
         let deadline = convert::deadline(&request).map(|d| convert::unary_deadline(arrived, d));
         let caller = Caller::of(&request);
-        let encoded = encode(request.into_inner().puzzle)?;
+        let encoded = self.encode(request.into_inner().puzzle, deadline).await?;
         let (job, summary) = self.run_kept(&caller, &encoded, 2, deadline).await?;
         if let Some(status) = convert::failure(&summary) {
             return Err(status);
@@ -433,7 +491,9 @@ impl PuzzleService for PuzzleApi {
         &self,
         request: Request<pb::EncodePuzzleRequest>,
     ) -> Result<Response<pb::EncodePuzzleResponse>, Status> {
-        let (encoded, _) = encode(request.into_inner().puzzle)?;
+        let arrived = Instant::now();
+        let deadline = convert::deadline(&request).map(|d| convert::unary_deadline(arrived, d));
+        let (encoded, _) = self.encode(request.into_inner().puzzle, deadline).await?;
         Ok(Response::new(pb::EncodePuzzleResponse {
             dlx: dlx_format::to_string(encoded.problem()),
             has_side_condition: encoded.restricts(),

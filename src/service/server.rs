@@ -20,7 +20,7 @@ use super::callers::{authenticate, ApiKeys};
 use super::cluster::{ClusterConfig, CoordinatorApi};
 use super::credentials::ServerTls;
 use super::grpc::{ApiConfig, SolverApi};
-use super::jobs::JobRegistry;
+use super::jobs::{JobRegistry, Retention};
 use super::pool::{Pool, PoolConfig};
 use super::proto::puzzle_service_server::PuzzleServiceServer;
 use super::proto::solver_service_server::SolverServiceServer;
@@ -32,8 +32,8 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     pub pool: PoolConfig,
     pub api: ApiConfig,
-    /// How long ended submitted jobs stay readable.
-    pub job_retention: Duration,
+    /// How long and how much of ended submitted jobs stays readable.
+    pub retention: Retention,
     /// Where to serve Prometheus metrics (`/metrics`), if anywhere.
     pub metrics_listen: Option<SocketAddr>,
     /// Remote workers' heartbeats, leases and token.
@@ -56,7 +56,7 @@ impl Default for ServeConfig {
             listen: ([127, 0, 0, 1], 50051).into(),
             pool: PoolConfig::default(),
             api: ApiConfig::default(),
-            job_retention: Duration::from_secs(600),
+            retention: Retention::default(),
             metrics_listen: None,
             cluster: ClusterConfig::default(),
             tls: None,
@@ -161,7 +161,7 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         None => None,
     };
     let pool = Arc::new(Pool::new(config.pool.clone()));
-    let jobs = Arc::new(JobRegistry::new(config.job_retention));
+    let jobs = Arc::new(JobRegistry::new(pool.clone(), config.retention.clone()));
     if let Some(metrics_addr) = config.metrics_listen {
         metrics_exporter_prometheus::PrometheusBuilder::new()
             .with_http_listener(metrics_addr)
@@ -170,14 +170,17 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         tokio::spawn(report_gauges(Arc::downgrade(&pool)));
         tracing::info!(%metrics_addr, "metrics at /metrics");
     }
-    let max_message = config.api.limits.max_text_bytes + (1 << 20);
+    // One limit for a request, whatever its form: the DLX text's, plus room
+    // for the request's other fields.
+    let max_problem = config.api.limits.max_text_bytes;
+    let max_message = max_problem.saturating_add(4096);
     let api = InterceptedService::new(
         SolverServiceServer::new(SolverApi::new(pool.clone(), jobs, config.api.clone()))
             .max_decoding_message_size(max_message),
         authenticate(config.api_keys.clone()),
     );
     let puzzles = InterceptedService::new(
-        PuzzleServiceServer::new(PuzzleApi::new(pool.clone()))
+        PuzzleServiceServer::new(PuzzleApi::new(pool.clone(), config.api.puzzle_limits()))
             .max_decoding_message_size(max_message),
         authenticate(config.api_keys.clone()),
     );
@@ -235,6 +238,7 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         public
             // A handler that panics answers INTERNAL, and the server serves on.
             .layer(catch_panics())
+            .layer(too_large_is_invalid(max_problem))
             .add_service(health_service)
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha)
@@ -265,6 +269,30 @@ pub(crate) fn catch_panics() -> tower_http::catch_panic::CatchPanicLayer<PanicRe
         tonic::Status::internal("the server failed on this call; it has been logged").into_http()
     }
     tower_http::catch_panic::CatchPanicLayer::custom(internal_error as PanicResponse)
+}
+
+/// The layer that gives a request larger than the server takes (tonic
+/// refuses it from its length prefix, before reading it, with
+/// OUT_OF_RANGE) the status every other too-large problem gets:
+/// INVALID_ARGUMENT, naming the limit. One limit, one answer.
+fn too_large_is_invalid<B>(
+    limit: usize,
+) -> tower::util::MapResponseLayer<impl Fn(http::Response<B>) -> http::Response<B> + Clone> {
+    tower::util::MapResponseLayer::new(move |mut response: http::Response<B>| {
+        let headers = response.headers();
+        let too_large = headers.get("grpc-status").map(|v| v.as_bytes()) == Some(b"11")
+            && headers.get("grpc-message").is_some_and(|m| {
+                m.as_bytes()
+                    .starts_with(b"Error,%20decoded%20message%20length%20too%20large")
+            });
+        if too_large {
+            let status = tonic::Status::invalid_argument(format!(
+                "request: larger than the server's limit of {limit} bytes (serve --max-problem-bytes)"
+            ));
+            let _ = status.add_header(response.headers_mut());
+        }
+        response
+    })
 }
 
 /// The connections a listener accepts, with Nagle's algorithm off: a

@@ -23,11 +23,11 @@
 
 use std::fmt;
 
-use super::problem::{EntrySpec, ItemKind, Problem, ProblemBuilder, ProblemError};
+use super::problem::{quote, EntrySpec, ItemKind, Problem, ProblemBuilder, ProblemError};
 
 /// Where and what went wrong in DLX text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("line {line}, column {column}: {kind} (at {token:?})")]
+#[error("line {line}, column {column}: {kind} (at {})", quote(token))]
 pub struct ParseError {
     /// 1-based line number.
     pub line: usize,

@@ -76,6 +76,17 @@ impl<'a> EntrySpec<'a> {
     }
 }
 
+/// A name or color as an error message quotes it: in full when short, else
+/// its beginning and its length, so that a huge token cannot make a huge
+/// message (gRPC clients refuse headers of a few kilobytes).
+pub fn quote(text: &str) -> String {
+    const SHOWN: usize = 40;
+    match text.char_indices().nth(SHOWN) {
+        None => format!("{text:?}"),
+        Some((end, _)) => format!("{:?}... ({} bytes)", &text[..end], text.len()),
+    }
+}
+
 /// Everything that can be wrong with a problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProblemError {
@@ -85,19 +96,23 @@ pub enum ProblemError {
     NoPrimaryItems,
     #[error("item name is empty")]
     EmptyName,
-    #[error("item name {0:?} contains a character that is not allowed (whitespace, ':' or '|')")]
+    #[error("item name {} contains a character that is not allowed (whitespace, ':' or '|')", quote(.0))]
     BadName(String),
-    #[error("duplicate item {0:?}")]
+    #[error("duplicate item {}", quote(.0))]
     DuplicateItem(String),
-    #[error("unknown item {item:?} in option {option}")]
+    #[error("unknown item {} in option {option}", quote(item))]
     UnknownItem { item: String, option: usize },
-    #[error("item {item:?} appears twice in option {option}")]
+    #[error("item {} appears twice in option {option}", quote(item))]
     ItemTwiceInOption { item: String, option: usize },
-    #[error("primary item {item:?} must be uncolored (option {option})")]
+    #[error("primary item {} must be uncolored (option {option})", quote(item))]
     ColorOnPrimary { item: String, option: usize },
-    #[error("empty color on item {item:?} in option {option}")]
+    #[error("empty color on item {} in option {option}", quote(item))]
     EmptyColor { item: String, option: usize },
-    #[error("color {color:?} of item {item:?} in option {option} contains whitespace")]
+    #[error(
+        "color {} of item {} in option {option} contains whitespace",
+        quote(color),
+        quote(item)
+    )]
     BadColor {
         item: String,
         color: String,
@@ -105,11 +120,11 @@ pub enum ProblemError {
     },
     #[error("option {0} has no items")]
     EmptyOption(usize),
-    #[error("item {item:?}: lower bound {min} exceeds upper bound {max}")]
+    #[error("item {}: lower bound {min} exceeds upper bound {max}", quote(item))]
     LowerAboveUpper { item: String, min: u32, max: u32 },
-    #[error("item {item:?}: upper bound is zero")]
+    #[error("item {}: upper bound is zero", quote(item))]
     UpperBoundZero { item: String },
-    #[error("item {item:?}: upper bound {max} exceeds the limit {limit}", limit = MAX_BOUND)]
+    #[error("item {}: upper bound {max} exceeds the limit {limit}", quote(item), limit = MAX_BOUND)]
     BoundTooLarge { item: String, max: u32 },
     #[error("too many items (the limit is {limit})", limit = MAX_ITEMS)]
     TooManyItems,
@@ -117,7 +132,7 @@ pub enum ProblemError {
     TooManyEntries,
     #[error("too many distinct colors (the limit is {limit})", limit = MAX_COLORS)]
     TooManyColors,
-    #[error("items must be declared before the first option (item {0:?})")]
+    #[error("items must be declared before the first option (item {})", quote(.0))]
     ItemAfterOptions(String),
 }
 

@@ -39,6 +39,10 @@ pub struct ClusterConfig {
     /// Workers must present this token (unless client certificates
     /// authenticate them; with both, both are required).
     pub token: Option<WorkerToken>,
+    /// A lease whose run reports no new node for this long (a stuck or
+    /// hostile worker that still heartbeats) is revoked, and its task runs
+    /// elsewhere.
+    pub stall_timeout: Duration,
 }
 
 impl Default for ClusterConfig {
@@ -47,6 +51,7 @@ impl Default for ClusterConfig {
             heartbeat_interval: Duration::from_secs(1),
             lease_timeout: Duration::from_secs(5),
             token: None,
+            stall_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -189,9 +194,12 @@ struct Lease {
     /// What was last asked of the run, so as not to ask twice.
     asked: AskKind,
     started: Instant,
-    /// Ended by the coordinator (job stopping); the slot stays busy until
-    /// the worker reports the run's end.
+    /// Ended by the coordinator (job stopping, no progress); the slot
+    /// stays busy until the worker reports the run's end.
     revoked: bool,
+    /// The most nodes the run reported, and when that number last grew.
+    nodes: u64,
+    progressed: Instant,
 }
 
 /// Why a session ended.
@@ -359,6 +367,8 @@ impl Session {
                     asked: AskKind::Unspecified,
                     started: Instant::now(),
                     revoked: false,
+                    nodes: 0,
+                    progressed: Instant::now(),
                 },
             );
             self.send(Out::Lease(message)).await?;
@@ -430,6 +440,10 @@ impl Session {
                     let Some((id, lease)) = self.live(progress.lease.as_ref()) else {
                         continue;
                     };
+                    if progress.nodes > lease.nodes {
+                        lease.nodes = progress.nodes;
+                        lease.progressed = Instant::now();
+                    }
                     let job = lease.job.clone();
                     self.pool
                         .remote_progress(id, progress.done_weight, progress.nodes);
@@ -598,6 +612,17 @@ impl Session {
                 self.ask(id, AskKind::Revoke).await?;
                 continue;
             }
+            if lease.progressed.elapsed() > self.config.stall_timeout {
+                // Heartbeats without work: the task goes to another worker.
+                metrics::counter!("xccd_stalled_leases_total").increment(1);
+                tracing::warn!(worker = %self.id, name = %self.name, lease = id, job = job.id, nodes = lease.nodes, "a lease made no progress: revoked, its task runs elsewhere");
+                let lost = lease.ledger.lose(self.pool.max_attempts());
+                self.leases.get_mut(&id).expect("present").revoked = true;
+                self.pool
+                    .end_remote_run(id, &job, &xcc::Stats::default(), lost);
+                self.ask(id, AskKind::Revoke).await?;
+                continue;
+            }
             let stalled = job.output.as_ref().is_some_and(|o| o.is_stalled());
             let slice_over =
                 lease.started.elapsed() >= REMOTE_SLICE && self.pool.others_waiting(job.id);
@@ -661,7 +686,10 @@ impl Session {
                     .await;
             }
             End::Protocol(error) => {
-                tracing::warn!(worker = %self.id, name = %self.name, lost, %error, "worker broke the protocol");
+                // A report that cannot be right: nothing of it was delivered,
+                // and the worker's leases run elsewhere.
+                metrics::counter!("xccd_worker_reports_rejected_total").increment(1);
+                tracing::warn!(worker = %self.id, name = %self.name, lost, %error, "worker report rejected: disconnected");
                 let _ = self.tx.send(Err(Status::invalid_argument(error))).await;
             }
         }
@@ -748,13 +776,14 @@ R4 C4 A3 B3
             }
         }
 
-        async fn heartbeat(&self, lease: pb::LeaseRef) {
+        /// A heartbeat reporting `nodes` explored by the lease's run.
+        async fn heartbeat(&self, lease: pb::LeaseRef, nodes: u64) {
             let beat = pb::WorkerMessage {
                 kind: Some(In::Heartbeat(pb::Heartbeat {
                     leases: vec![pb::LeaseProgress {
                         lease: Some(lease),
                         done_weight: 0.5,
-                        nodes: 10,
+                        nodes,
                     }],
                 })),
             };
@@ -778,6 +807,7 @@ R4 C4 A3 B3
             heartbeat_interval: Duration::from_secs(1),
             lease_timeout: Duration::from_secs(5),
             token: None,
+            stall_timeout: Duration::from_secs(30),
         }
     }
 
@@ -786,10 +816,10 @@ R4 C4 A3 B3
         let mut h = harness(config());
         h.submit();
         let lease = h.lease().await;
-        // An hour of heartbeats: the lease holds.
-        for _ in 0..3600 {
+        // An hour of heartbeats of a run that works: the lease holds.
+        for second in 0..3600 {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            h.heartbeat(lease).await;
+            h.heartbeat(lease, 1000 * (second + 1)).await;
         }
         assert_eq!(h.pool.tasks_lost(), 0);
         assert_eq!(h.pool.busy_workers(), 1);
@@ -815,9 +845,9 @@ R4 C4 A3 B3
         h.submit();
         let lease = h.lease().await;
         // Heartbeats just inside the timeout keep the lease.
-        for _ in 0..10 {
+        for beat in 0..10 {
             tokio::time::sleep(Duration::from_millis(4900)).await;
-            h.heartbeat(lease).await;
+            h.heartbeat(lease, 1000 * (beat + 1)).await;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(h.pool.tasks_lost(), 0);
@@ -830,5 +860,27 @@ R4 C4 A3 B3
         assert_eq!(status.code(), tonic::Code::DeadlineExceeded);
         assert_eq!(h.pool.tasks_lost(), 1);
         h.session.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn heartbeats_without_progress_lose_the_lease_after_the_stall_timeout() {
+        let mut h = harness(config());
+        h.submit();
+        let lease = h.lease().await;
+        // Heartbeats on time, but the run explores nothing.
+        let start = Instant::now();
+        while h.pool.tasks_lost() == 0 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            h.heartbeat(lease, 10).await;
+            assert!(start.elapsed() < Duration::from_secs(40), "never revoked");
+        }
+        let waited = start.elapsed();
+        assert!(
+            waited > Duration::from_secs(30) && waited <= Duration::from_secs(32),
+            "revoked after {waited:?}"
+        );
+        // The task is queued again, for another worker; the session lives.
+        assert_eq!(h.pool.queued_tasks(), 1);
+        assert_eq!(h.pool.remote_slots(), 1);
     }
 }
