@@ -3,7 +3,11 @@
 The stubs are generated from proto/xccd/v1/solver.proto with grpcio-tools
 into a temporary directory when the session starts, so that the test always
 follows the contract in the repository. The server's address comes from the
-XCCD_ADDR environment variable (for example 127.0.0.1:50599).
+XCCD_ADDR environment variable (for example localhost:50599). With
+XCCD_CA_CERT (the CA that signed the server's certificate) the client speaks
+TLS, and with XCCD_API_KEY it sends the key (`authorization: Bearer KEY`)
+on every call; CI runs it so, and checks that the server refuses a client
+without the key.
 """
 
 import importlib
@@ -53,12 +57,50 @@ def pb(tmp_path_factory):
     return SimpleNamespace(pb2=pb2, grpc=pb2_grpc, puzzles=puzzles, puzzles_grpc=puzzles_grpc)
 
 
+def open_channel(addr, with_key=True):
+    """A channel to the server: TLS when XCCD_CA_CERT names a CA, and the
+    API key of XCCD_API_KEY on every call unless `with_key` is false."""
+    ca = os.environ.get("XCCD_CA_CERT")
+    if ca:
+        credentials = grpc.ssl_channel_credentials(root_certificates=Path(ca).read_bytes())
+        key = os.environ.get("XCCD_API_KEY")
+        if key and with_key:
+            credentials = grpc.composite_channel_credentials(
+                credentials,
+                grpc.access_token_call_credentials(key),
+            )
+        return grpc.secure_channel(addr, credentials)
+    channel = grpc.insecure_channel(addr)
+    key = os.environ.get("XCCD_API_KEY")
+    if key and with_key:
+        channel = grpc.intercept_channel(channel, BearerKey(key))
+    return channel
+
+
+class BearerKey(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+    """Adds `authorization: Bearer KEY` to every call (plaintext channels,
+    where gRPC refuses call credentials)."""
+
+    def __init__(self, key):
+        self.metadata = (("authorization", f"Bearer {key}"),)
+
+    def _details(self, details):
+        metadata = tuple(details.metadata or ()) + self.metadata
+        return details._replace(metadata=metadata)
+
+    def intercept_unary_unary(self, continuation, details, request):
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation, details, request):
+        return continuation(self._details(details), request)
+
+
 @pytest.fixture(scope="session")
 def stub(pb):
     addr = os.environ.get("XCCD_ADDR")
     if not addr:
         pytest.fail("XCCD_ADDR must name a running xccd server (host:port)")
-    channel = grpc.insecure_channel(addr)
+    channel = open_channel(addr)
     try:
         grpc.channel_ready_future(channel).result(timeout=30)
     except grpc.FutureTimeoutError:
@@ -69,7 +111,7 @@ def stub(pb):
 
 @pytest.fixture(scope="session")
 def puzzles(pb):
-    channel = grpc.insecure_channel(os.environ["XCCD_ADDR"])
+    channel = open_channel(os.environ["XCCD_ADDR"])
     yield pb.puzzles_grpc.PuzzleServiceStub(channel)
     channel.close()
 
@@ -297,3 +339,13 @@ def test_enumerate_puzzle_in_batches_and_counts(pb, puzzles):
         "summary"
     ]
     assert counted[-1].summary.solutions == 13
+
+
+@pytest.mark.skipif(not os.environ.get("XCCD_API_KEY"), reason="the server takes no API key")
+def test_a_call_without_the_key_is_unauthenticated(pb):
+    channel = open_channel(os.environ["XCCD_ADDR"], with_key=False)
+    stub = pb.grpc.SolverServiceStub(channel)
+    with pytest.raises(grpc.RpcError) as error:
+        stub.Solve(pb.pb2.SolveRequest(problem=dlx_problem(pb, "queens8")), timeout=TIMEOUT)
+    assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    channel.close()
