@@ -41,6 +41,15 @@ pub struct BenchArgs {
     /// coordinator with two worker processes, and the cost of killing one.
     #[arg(long, conflicts_with = "service")]
     pub cluster: bool,
+    /// With --cluster: the coordinator serves over TLS with this
+    /// certificate (PEM, for localhost) and key...
+    #[arg(long, value_name = "FILE", requires_all = ["cluster", "tls_key", "ca_cert"])]
+    pub tls_cert: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// ...and the workers trust this CA.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub ca_cert: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -87,7 +96,15 @@ fn read_reference(path: &Path) -> HashMap<String, Reference> {
 
 pub fn run(args: BenchArgs) -> Result<(), CliError> {
     if args.cluster {
-        return super::bench_cluster::run(&args.dir, args.filter.as_deref());
+        let tls = match (&args.tls_cert, &args.tls_key, &args.ca_cert) {
+            (Some(cert), Some(key), Some(ca)) => Some(super::bench_cluster::Tls {
+                server: super::credentials::server_tls(Some(cert), Some(key), None)?
+                    .expect("a certificate and a key"),
+                ca: ca.clone(),
+            }),
+            _ => None,
+        };
+        return super::bench_cluster::run(&args.dir, args.filter.as_deref(), tls);
     }
     if args.service {
         return super::bench_service::run(&args.dir, args.filter.as_deref());

@@ -8,17 +8,17 @@
 //!
 //! The coordinator runs in this process; the workers are this binary.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use xccd::service::cluster::ClusterConfig;
-use xccd::service::credentials::WorkerToken;
-use xccd::service::server::{start, RunningServer, ServeConfig};
+use xccd::service::credentials::{ServerTls, WorkerToken};
+use xccd::service::server::{start, ServeConfig};
 use xccd::service::{Pool, PoolConfig};
 
-use super::bench_service::count;
+use super::bench_service::{count, enumerate};
 use super::CliError;
 
 /// The token of this benchmark's workers (loopback only, for one run).
@@ -28,16 +28,27 @@ fn failed(e: impl std::fmt::Display) -> CliError {
     CliError::Failed(e.to_string())
 }
 
-struct Workers(Vec<Child>);
+/// TLS for the cluster: the coordinator's certificate and key, and the CA
+/// file its workers trust.
+pub struct Tls {
+    pub server: ServerTls,
+    pub ca: PathBuf,
+}
+
+struct Workers {
+    children: Vec<Child>,
+    url: String,
+    ca: Option<PathBuf>,
+}
 
 impl Workers {
-    fn start_one(server: &RunningServer) -> Result<Child, CliError> {
-        Command::new(std::env::current_exe().map_err(failed)?)
-            .args([
-                "worker",
-                "--coordinator",
-                &format!("http://{}", server.worker_addr.expect("a worker listener")),
-            ])
+    fn start_one(&self) -> Result<Child, CliError> {
+        let mut command = Command::new(std::env::current_exe().map_err(failed)?);
+        command.args(["worker", "--coordinator", &self.url]);
+        if let Some(ca) = &self.ca {
+            command.arg("--ca-cert").arg(ca);
+        }
+        command
             .args(["--threads", "1"])
             .env("RUST_LOG", "warn")
             .env("XCCD_WORKER_TOKEN", TOKEN)
@@ -51,7 +62,7 @@ impl Workers {
 
 impl Drop for Workers {
     fn drop(&mut self) {
-        for child in &mut self.0 {
+        for child in &mut self.children {
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -71,17 +82,18 @@ async fn wait_slots(pool: &Pool, slots: usize) -> Result<(), CliError> {
     Ok(())
 }
 
-pub fn run(dir: &Path, filter: Option<&str>) -> Result<(), CliError> {
+pub fn run(dir: &Path, filter: Option<&str>, tls: Option<Tls>) -> Result<(), CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(failed)?;
-    runtime.block_on(run_async(dir, filter))
+    runtime.block_on(run_async(dir, filter, tls))
 }
 
-async fn run_async(dir: &Path, filter: Option<&str>) -> Result<(), CliError> {
+async fn run_async(dir: &Path, filter: Option<&str>, tls: Option<Tls>) -> Result<(), CliError> {
     let server = start(ServeConfig {
+        tls: tls.as_ref().map(|t| t.server.clone()),
         listen: ([127, 0, 0, 1], 0).into(),
         pool: PoolConfig {
             threads: 0,
@@ -99,12 +111,26 @@ async fn run_async(dir: &Path, filter: Option<&str>) -> Result<(), CliError> {
         threads: 2,
         ..PoolConfig::default()
     });
-    let mut workers = Workers(vec![
-        Workers::start_one(&server)?,
-        Workers::start_one(&server)?,
-    ]);
+    let port = server.worker_addr.expect("a worker listener").port();
+    let mut workers = Workers {
+        children: Vec::new(),
+        url: match &tls {
+            Some(_) => format!("https://localhost:{port}"),
+            None => format!("http://127.0.0.1:{port}"),
+        },
+        ca: tls.as_ref().map(|t| t.ca.clone()),
+    };
+    for _ in 0..2 {
+        let child = workers.start_one()?;
+        workers.children.push(child);
+    }
     wait_slots(&server.pool, 2).await?;
-    println!("remote path (count only): in-process pool of 2 threads vs coordinator + 2 worker processes of 1 thread");
+    let how = if tls.is_some() {
+        "over TLS"
+    } else {
+        "plaintext"
+    };
+    println!("remote path (count only): in-process pool of 2 threads vs coordinator + 2 worker processes of 1 thread, {how}");
     println!(
         "{:<12} {:>10} {:>12} {:>9} {:>9} {:>9} {:>9} {:>6}",
         "instance", "solutions", "nodes", "local s", "remote s", "overhead", "killed s", "lost"
@@ -122,13 +148,13 @@ async fn run_async(dir: &Path, filter: Option<&str>) -> Result<(), CliError> {
         let lost_before = server.pool.tasks_lost();
         let killer = async {
             tokio::time::sleep(Duration::from_secs_f64(t_remote / 2.0)).await;
-            let _ = workers.0[0].kill();
-            let _ = workers.0[0].wait();
-            Workers::start_one(&server)
+            let _ = workers.children[0].kill();
+            let _ = workers.children[0].wait();
+            workers.start_one()
         };
         let (killed, replacement) = tokio::join!(count(&server.pool, &problem), killer);
         let (s_killed, t_killed, _) = killed?;
-        workers.0[0] = replacement?;
+        workers.children[0] = replacement?;
         let lost = server.pool.tasks_lost() - lost_before;
         if s_local != s_remote || s_local != s_killed {
             return Err(CliError::Failed(format!(
@@ -147,6 +173,37 @@ async fn run_async(dir: &Path, filter: Option<&str>) -> Result<(), CliError> {
             lost
         );
         wait_slots(&server.pool, 2).await?;
+    }
+    println!();
+    println!(
+        "streaming every solution: remote solutions are checked by the coordinator before delivery"
+    );
+    println!(
+        "{:<12} {:>10} {:>9} {:>9} {:>9}",
+        "instance", "solutions", "local s", "remote s", "overhead"
+    );
+    for name in ["latin5", "langford12"] {
+        if filter.is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        let path = dir.join("instances").join(format!("{name}.dlx"));
+        let (problem, _) = super::solve::read_problem_and_text(&path.to_string_lossy())?;
+        let problem = Arc::new(problem);
+        let (s_local, t_local, _) = enumerate(&local, &problem, true).await?;
+        let (s_remote, t_remote, _) = enumerate(&server.pool, &problem, true).await?;
+        if s_local != s_remote {
+            return Err(CliError::Failed(format!(
+                "{name}: counts differ: local {s_local}, remote {s_remote}"
+            )));
+        }
+        println!(
+            "{:<12} {:>10} {:>9.3} {:>9.3} {:>8.1}%",
+            name,
+            s_local,
+            t_local,
+            t_remote,
+            100.0 * (t_remote / t_local - 1.0)
+        );
     }
     drop(workers);
     let pool = local;

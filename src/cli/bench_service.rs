@@ -41,11 +41,44 @@ pub(super) async fn count(
     pool: &Pool,
     problem: &Arc<Problem>,
 ) -> Result<(u64, f64, u64), CliError> {
+    enumerate(pool, problem, false).await
+}
+
+/// Enumerates `problem` on `pool`, streaming every solution to this task
+/// when `stream` (else counting): solutions, seconds, nodes.
+pub(super) async fn enumerate(
+    pool: &Pool,
+    problem: &Arc<Problem>,
+    stream: bool,
+) -> Result<(u64, f64, u64), CliError> {
     let start = Instant::now();
+    let spec = JobSpec {
+        delivery: if stream {
+            xccd::service::Delivery::Stream {
+                buffer_batches: 8,
+                batch_size: 256,
+            }
+        } else {
+            xccd::service::Delivery::CountOnly
+        },
+        ..JobSpec::default()
+    };
     let job = pool
-        .submit(problem.clone(), JobSpec::default())
+        .submit(problem.clone(), spec)
         .map_err(|e| CliError::Failed(e.to_string()))?;
-    let summary = job.wait().await;
+    let mut streamed = 0u64;
+    let summary = loop {
+        match job.next_event().await {
+            xccd::service::job::Event::Solutions(batch) => streamed += batch.len() as u64,
+            xccd::service::job::Event::Done(summary) => break summary,
+        }
+    };
+    if stream && streamed != summary.solutions {
+        return Err(CliError::Failed(format!(
+            "{streamed} solutions streamed, {} counted",
+            summary.solutions
+        )));
+    }
     Ok((
         summary.solutions,
         start.elapsed().as_secs_f64(),
