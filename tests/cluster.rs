@@ -690,8 +690,9 @@ async fn a_task_that_keeps_losing_its_workers_fails_its_job() {
 /// Workers with valid credentials that report what cannot be right are
 /// disconnected before anything of their report is delivered, and the
 /// client's answer stays exact: a fabricated solution, an index that
-/// overflows, a give-away outside the task, and one that overlaps what was
-/// given before.
+/// overflows, a give-away outside the task or below a node that does not
+/// exist, a valid solution of another task's part of the tree, and a
+/// give-away that overlaps what was given before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lying_workers_are_disconnected_and_the_answer_stays_exact() {
     let _serial = SERIAL.lock().await;
@@ -709,6 +710,20 @@ async fn lying_workers_are_disconnected_and_the_answer_stays_exact() {
         weight: 0.01,
         cuts: Vec::new(),
     };
+    // A solution whose first choice is at position 4 or more of the root's
+    // 8 alternatives: not the part of a task that gave [4, 8) away.
+    let problem = parse(&text);
+    let root = Solver::new(&problem).describe(&[]).unwrap().unwrap();
+    assert_eq!(root.alternatives.len(), 8);
+    let given_away: Vec<u32> = expected
+        .iter()
+        .find(|s| {
+            root.alternatives[4..]
+                .iter()
+                .any(|&o| s.contains(&(o as u32)))
+        })
+        .unwrap()
+        .clone();
     let lies: Vec<Box<dyn Fn(wire::LeaseRef) -> Vec<ToCoordinator>>> = vec![
         // Options 0 and 1 cover R1 twice: not a solution.
         Box::new(|lease| {
@@ -739,6 +754,33 @@ async fn lying_workers_are_disconnected_and_the_answer_stays_exact() {
                 task: Some(task(Vec::new(), 3, 3)),
                 found: 0,
             })]
+        }),
+        // A task below a node that does not exist (the root has 8
+        // alternatives).
+        Box::new(move |lease| {
+            vec![ToCoordinator::GaveAway(wire::GaveAway {
+                lease: Some(lease),
+                task: Some(task(vec![9], 0, 1)),
+                found: 0,
+            })]
+        }),
+        // A valid solution, but of the part it gave away.
+        Box::new(move |lease| {
+            vec![
+                ToCoordinator::GaveAway(wire::GaveAway {
+                    lease: Some(lease),
+                    task: Some(task(Vec::new(), 4, 8)),
+                    found: 0,
+                }),
+                ToCoordinator::Found(wire::Found {
+                    lease: Some(lease),
+                    first: 0,
+                    count: 1,
+                    solutions: vec![wire::Options {
+                        indices: given_away.clone(),
+                    }],
+                }),
+            ]
         }),
         // Two give-aways where the second overlaps the first.
         Box::new(move |lease| {

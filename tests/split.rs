@@ -815,7 +815,52 @@ fn check_tasks(problem: &Problem) {
             &sols[..],
             "node {path:?}"
         );
+        // What the path leads to tells which solutions lie below it: those
+        // holding every option taken, with their option among the node's
+        // alternatives in the range (Algorithms X and C).
+        let described = solver.describe(path).unwrap();
+        let inside = |sol: &Sol, from: usize, to: usize| {
+            let node = described.as_ref().unwrap();
+            node.taken.iter().all(|o| sol.contains(o))
+                && if node.alternatives.is_empty() {
+                    sol.len() == node.taken.len()
+                } else {
+                    sol.iter()
+                        .find_map(|o| node.alternatives.iter().position(|a| a == o))
+                        .is_some_and(|p| from <= p && p < to)
+                }
+        };
+        if described.is_some() {
+            let below: Vec<Sol> = full
+                .iter()
+                .filter(|s| inside(s, 0, usize::MAX))
+                .cloned()
+                .collect();
+            assert_eq!(
+                sorted(below),
+                sorted(sols.clone()),
+                "described node {path:?}"
+            );
+        }
         if let Some(&d) = degrees.get(path) {
+            if let Some(node) = &described {
+                assert_eq!(node.alternatives.len(), d as usize, "node {path:?}");
+                let upper: Vec<Sol> = full
+                    .iter()
+                    .filter(|s| inside(s, d as usize / 2, usize::MAX))
+                    .cloned()
+                    .collect();
+                let task = Task {
+                    path: path.clone(),
+                    from: d / 2,
+                    ..Task::root()
+                };
+                assert_eq!(
+                    sorted(upper),
+                    sorted(unsplit(solver, &task).0),
+                    "range of {path:?}"
+                );
+            }
             // Ranges concatenate.
             let cut = d / 2;
             let lo = unsplit(

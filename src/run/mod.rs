@@ -28,10 +28,12 @@
 
 mod condition;
 mod ledger;
+mod region;
 mod runner;
 
 pub use condition::SideCondition;
 pub use ledger::{verify_solution, Failure, Ledger, LedgerError, Settlement, Work};
+pub use region::{check_task, Region};
 pub use runner::{
     run_root, run_task, Batch, Control, Port, RunEnd, RunReport, RunSpec, Stop, Taken,
 };

@@ -13,7 +13,7 @@ use super::sync::Locked;
 use crate::puzzles::Puzzle;
 use crate::run::{Batch, Failure, RunSpec, SideCondition, Taken};
 pub use crate::run::{SolutionIndices, Work};
-use crate::xcc::{Problem, Stats};
+use crate::xcc::{Problem, Solver, Stats};
 
 pub type JobId = u64;
 
@@ -233,6 +233,9 @@ pub struct Job {
     /// The problem as remote workers receive it (digest and DLX text),
     /// made once, when a remote worker first needs it.
     pub(crate) wire: std::sync::OnceLock<Arc<WireProblem>>,
+    /// A solver of the problem for checking what remote runs report
+    /// (built when first needed; see [`Job::with_checker`]).
+    checker: Mutex<Option<Solver>>,
 }
 
 /// A problem as the cluster protocol sends it: a plain problem as its DLX
@@ -265,7 +268,15 @@ impl Job {
             done_notify: tokio::sync::Notify::new(),
             kept_notify: tokio::sync::Notify::new(),
             wire: std::sync::OnceLock::new(),
+            checker: Mutex::new(None),
         }
+    }
+
+    /// Runs `f` on the solver the coordinator checks remote reports with
+    /// (the paths of tasks, the regions of solutions).
+    pub(crate) fn with_checker<R>(&self, f: impl FnOnce(&mut Solver) -> R) -> R {
+        let mut checker = self.checker.locked();
+        f(checker.get_or_insert_with(|| Solver::new(&self.problem)))
     }
 
     /// Claims `n` more solutions against the job's limit; returns how many

@@ -10,7 +10,7 @@ pub(crate) mod testing;
 
 pub use problem::{Problem, ProblemBuilder, ProblemError};
 pub use search::{
-    Collect, CountOnly, Flow, Layout, Outcome, ProgressView, Request, RunConfig, SolutionView,
-    Solver, Stats, Status, TaskError, Visitor,
+    Collect, CountOnly, Flow, Layout, Outcome, PathNode, ProgressView, Request, RunConfig,
+    SolutionView, Solver, Stats, Status, TaskError, Visitor,
 };
 pub use task::{Cut, Decision, Task, ALL};

@@ -327,6 +327,32 @@ impl Solver {
             Engine::Wide(s) => s.run(task, config, visitor),
         }
     }
+
+    /// What `path` leads to, for Algorithms X and C: the option taken at
+    /// each level, and the alternatives at the node it reaches (the options
+    /// of its branching item's list, in order; none at a solution). `None`
+    /// for Algorithm M, whose alternatives are not options alone.
+    ///
+    /// A solution lies in the subtrees `[from, to)` of that node exactly
+    /// when it holds every option taken and its option among the
+    /// alternatives is at a position in the range: what lets a coordinator
+    /// check that a worker's solution belongs to the task it leased.
+    pub fn describe(&mut self, path: &[Decision]) -> Result<Option<PathNode>, TaskError> {
+        match &mut self.engine {
+            Engine::Narrow(s) => s.describe(path),
+            Engine::Wide(s) => s.describe(path),
+        }
+    }
+}
+
+/// What a path of the search tree leads to (see [`Solver::describe`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathNode {
+    /// The option taken at each level of the path.
+    pub taken: Vec<usize>,
+    /// The alternatives at the node: option indices in the order the search
+    /// tries them; empty when the node is a solution.
+    pub alternatives: Vec<usize>,
 }
 
 /// The search over one node layout.
@@ -412,6 +438,68 @@ impl<N: NodeRepr> Search<N> {
             given_weight: 0.0,
             countdown: 0,
             cuts: Vec::new(),
+        }
+    }
+
+    fn describe(&mut self, path: &[Decision]) -> Result<Option<PathNode>, TaskError> {
+        match (self.multiplicities, self.colors) {
+            (true, _) => Ok(None),
+            (false, false) => self.describe_c::<false>(path).map(Some),
+            (false, true) => self.describe_c::<true>(path).map(Some),
+        }
+    }
+
+    /// Replays `path` as Algorithm C would, reads the node it reaches, and
+    /// restores the links.
+    fn describe_c<const COLORS: bool>(&mut self, path: &[Decision]) -> Result<PathNode, TaskError> {
+        let mut steps: Vec<(u32, u32)> = Vec::with_capacity(path.len());
+        let mut failure = None;
+        for (level, &position) in path.iter().enumerate() {
+            if self.links.next[ROOT as usize] == ROOT {
+                // The path goes on below a solution.
+                failure = Some(TaskError { level, position });
+                break;
+            }
+            let (best, _) = self.choose_c();
+            self.links.cover::<COLORS>(best, true);
+            let mut cur = self.links.nd[best as usize].down();
+            for _ in 0..position {
+                if cur == best {
+                    break;
+                }
+                cur = self.links.nd[cur as usize].down();
+            }
+            if cur == best {
+                self.links.uncover::<COLORS>(best, true);
+                failure = Some(TaskError { level, position });
+                break;
+            }
+            self.links.commit_others::<COLORS>(cur);
+            steps.push((best, cur));
+        }
+        let mut alternatives = Vec::new();
+        if failure.is_none() && self.links.next[ROOT as usize] != ROOT {
+            let (best, _) = self.choose_c();
+            let mut cur = self.links.nd[best as usize].down();
+            while cur != best {
+                alternatives.push(self.links.node_option[cur as usize] as usize);
+                cur = self.links.nd[cur as usize].down();
+            }
+        }
+        let taken = steps
+            .iter()
+            .map(|&(_, cur)| self.links.node_option[cur as usize] as usize)
+            .collect();
+        for &(best, cur) in steps.iter().rev() {
+            self.links.uncommit_others::<COLORS>(cur);
+            self.links.uncover::<COLORS>(best, true);
+        }
+        match failure {
+            Some(error) => Err(error),
+            None => Ok(PathNode {
+                taken,
+                alternatives,
+            }),
         }
     }
 

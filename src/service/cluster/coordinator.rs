@@ -23,7 +23,7 @@ use super::proto::{
     self as pb, coordinator_message::Kind as Out, coordinator_server, worker_message::Kind as In,
     AskKind,
 };
-use crate::run::{Batch, Ledger, Settlement};
+use crate::run::{check_task, Batch, Ledger, Region, Settlement};
 use crate::service::credentials::WorkerToken;
 use crate::service::job::{EndReason, Job};
 use crate::service::pool::Pool;
@@ -200,6 +200,9 @@ struct Lease {
     /// The most nodes the run reported, and when that number last grew.
     nodes: u64,
     progressed: Instant,
+    /// The part of the tree the run may report solutions from, built at its
+    /// first solutions (`Some(None)`: a problem of Algorithm M, unchecked).
+    region: Option<Option<Region>>,
 }
 
 /// Why a session ended.
@@ -369,6 +372,7 @@ impl Session {
                     revoked: false,
                     nodes: 0,
                     progressed: Instant::now(),
+                    region: None,
                 },
             );
             self.send(Out::Lease(message)).await?;
@@ -463,9 +467,15 @@ impl Session {
                 let Some((_, lease)) = self.live(gave.lease.as_ref()) else {
                     return Ok(());
                 };
+                // A node that exists, before the ledger records the cut.
+                let task: xcc::Task = task.into();
+                lease
+                    .job
+                    .with_checker(|solver| check_task(solver, &task))
+                    .map_err(|e| End::Protocol(format!("gave_away: {e}")))?;
                 let task = lease
                     .ledger
-                    .gave_away(task.into(), gave.found)
+                    .gave_away(task, gave.found)
                     .map_err(|e| End::Protocol(format!("gave_away: {e}")))?;
                 let job = lease.job.clone();
                 self.pool.remote_gave_away(&job, task);
@@ -513,6 +523,39 @@ impl Session {
                     options,
                 )
                 .map_err(|e| End::Protocol(format!("found: {e}")))?;
+            }
+        }
+        if !solutions.is_empty() {
+            // Solutions of another task's part of the tree would be
+            // delivered twice: each must lie in this lease's part.
+            let task = &lease.ledger.work().task;
+            let region = job.with_checker(|solver| match &mut lease.region {
+                Some(region) => {
+                    if let Some(region) = region {
+                        region.cut(solver, &task.cuts)?;
+                    }
+                    Ok(())
+                }
+                None => {
+                    lease.region = Some(Region::new(solver, task)?);
+                    Ok(())
+                }
+            });
+            region.map_err(|e: crate::xcc::TaskError| {
+                End::Protocol(format!("found: the leased task: {e}"))
+            })?;
+            if let Some(Some(region)) = &lease.region {
+                let mut options = Vec::new();
+                for (k, solution) in solutions.iter().enumerate() {
+                    options.clear();
+                    options.extend(solution.iter().map(|&o| o as usize));
+                    if !region.contains(&options) {
+                        return Err(End::Protocol(format!(
+                            "found: solution {} lies outside the leased task",
+                            found.first.saturating_add(k as u64)
+                        )));
+                    }
+                }
             }
         }
         let known = lease
@@ -567,6 +610,14 @@ impl Session {
                 if let Some(wire) = lease.job.wire.get() {
                     let digest = wire.digest.clone();
                     self.problems.retain(|d| *d != digest);
+                }
+            }
+            if let crate::run::RunEnd::Checkpointed(remaining) = &end {
+                for task in remaining {
+                    lease
+                        .job
+                        .with_checker(|solver| check_task(solver, task))
+                        .map_err(|e| End::Protocol(format!("ended.remaining: {e}")))?;
                 }
             }
             let settlement = lease
