@@ -36,6 +36,24 @@ pub struct ClientTlsArgs {
     pub client_key: Option<PathBuf>,
 }
 
+/// Where a search runs when not on this thread: a pool of threads in this
+/// process, or a server (with its TLS and API key).
+#[derive(Args, Debug, Default, Clone)]
+pub struct WhereArgs {
+    /// Run on a pool of N worker threads, as the server does (solutions may
+    /// then come in a different order from run to run).
+    #[arg(long, value_name = "N", conflicts_with = "server")]
+    pub threads: Option<usize>,
+    /// Run on an xccd server (for example http://127.0.0.1:50051, or
+    /// https://... with --ca-cert).
+    #[arg(long, value_name = "URL", env = "XCCD_SERVER")]
+    pub server: Option<String>,
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
+    #[command(flatten)]
+    pub api_key: ApiKeyArgs,
+}
+
 /// The API key a client presents to a server that requires one.
 #[derive(Args, Debug, Default, Clone)]
 pub struct ApiKeyArgs {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use tonic::Streaming;
 use xccd::service::credentials::{endpoint, ClientTls};
+use xccd::service::error_chain;
 use xccd::service::job::Event;
 use xccd::service::proto as pb;
 use xccd::service::proto::solver_service_client::SolverServiceClient;
@@ -155,7 +156,7 @@ pub async fn connect(url: &str, tls: &ClientTls) -> Result<tonic::transport::Cha
         .map_err(|e| CliError::BadInput(format!("--server: {e}")))?
         .connect()
         .await
-        .map_err(|e| CliError::Failed(format!("cannot connect to {url}: {}", causes(&e))))
+        .map_err(|e| CliError::Failed(format!("cannot connect to {url}: {}", error_chain(&e))))
 }
 
 /// A request carrying the API key, if there is one.
@@ -168,18 +169,6 @@ pub fn authorized<T>(message: T, api_key: Option<&str>) -> Result<tonic::Request
         request.metadata_mut().insert("authorization", value);
     }
     Ok(request)
-}
-
-/// An error with its causes ("transport error: invalid peer certificate ...").
-fn causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(inner) = cause {
-        text.push_str(": ");
-        text.push_str(&inner.to_string());
-        cause = inner.source();
-    }
-    text
 }
 
 /// One message of a solution stream, whatever the RPC.
@@ -302,8 +291,8 @@ pub fn run_remote(
         ..Default::default()
     };
     let mut options = Vec::new();
-    let tls = args.tls.load()?;
-    let request = authorized(request, args.api_key.load()?.as_deref())?;
+    let tls = args.at.tls.load()?;
+    let request = authorized(request, args.at.api_key.load()?.as_deref())?;
     let ended = runtime()?.block_on(async {
         let mut client = SolverServiceClient::new(connect(url, &tls).await?)
             .max_decoding_message_size(64 << 20)

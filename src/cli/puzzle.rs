@@ -21,7 +21,7 @@ use xccd::service::puzzles_grpc::puzzle_message;
 use xccd::service::JobSpec;
 use xccd::xcc::{dlx_format, ProgressView, Stats, Task};
 
-use super::credentials::{ApiKeyArgs, ClientTlsArgs};
+use super::credentials::WhereArgs;
 use super::pooled::{authorized, delivery, on_pool, puzzle_remote};
 use super::solve::{altogether, solution_limit};
 use super::CliError;
@@ -79,18 +79,8 @@ pub struct SolveArgs {
     /// Do not print the final statistics line on stderr.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Run on a pool of N worker threads, as the server does (solutions may
-    /// then come in a different order from run to run).
-    #[arg(long, value_name = "N", conflicts_with = "server")]
-    pub threads: Option<usize>,
-    /// Run on an xccd server (for example http://127.0.0.1:50051, or
-    /// https://... with --ca-cert).
-    #[arg(long, value_name = "URL", env = "XCCD_SERVER")]
-    pub server: Option<String>,
     #[command(flatten)]
-    pub tls: ClientTlsArgs,
-    #[command(flatten)]
-    pub api_key: ApiKeyArgs,
+    pub at: WhereArgs,
 }
 
 #[derive(Args, Debug)]
@@ -255,7 +245,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
         print: !args.count,
         count: 0,
     };
-    let (stats, write_error) = if let Some(url) = &args.server {
+    let (stats, write_error) = if let Some(url) = &args.at.server {
         let (_, puzzle) = read_puzzle(&args.puzzle)?;
         let request = pb::EnumeratePuzzleRequest {
             puzzle: Some(puzzle_message(&puzzle)),
@@ -264,8 +254,8 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
             progress_interval_seconds: 0.2,
             ..Default::default()
         };
-        let tls = args.tls.load()?;
-        let request = authorized(request, args.api_key.load()?.as_deref())?;
+        let tls = args.at.tls.load()?;
+        let request = authorized(request, args.at.api_key.load()?.as_deref())?;
         let ended = puzzle_remote(url, &tls, request, args.quiet, |solution| {
             grids.add(&solution.text)
         })?;
@@ -273,7 +263,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
     } else {
         let (encoded, puzzle) = read_and_encode(&args.puzzle)?;
         let encoded: Arc<dyn Encoded> = Arc::from(encoded);
-        match args.threads {
+        match args.at.threads {
             Some(threads) => {
                 let condition: Arc<dyn SideCondition> = encoded.clone();
                 let spec = JobSpec {

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use xccd::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, Stop, Taken};
 use xccd::xcc::{dlx_format, Problem, ProgressView, Stats, Task};
 
-use super::credentials::{ApiKeyArgs, ClientTlsArgs};
+use super::credentials::WhereArgs;
 use super::CliError;
 
 #[derive(Args, Debug)]
@@ -39,18 +39,8 @@ pub struct SolveArgs {
     /// Do not print the final statistics line on stderr.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Run on a pool of N worker threads, as the server does (solutions may
-    /// then come in a different order from run to run).
-    #[arg(long, value_name = "N", conflicts_with = "server")]
-    pub threads: Option<usize>,
-    /// Run on an xccd server (for example http://127.0.0.1:50051, or
-    /// https://... with --ca-cert).
-    #[arg(long, value_name = "URL", env = "XCCD_SERVER")]
-    pub server: Option<String>,
     #[command(flatten)]
-    pub tls: ClientTlsArgs,
-    #[command(flatten)]
-    pub api_key: ApiKeyArgs,
+    pub at: WhereArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -309,10 +299,10 @@ pub fn run(args: SolveArgs) -> Result<(), CliError> {
     if !args.quiet {
         warn_dropped(&problem);
     }
-    if let Some(url) = args.server.clone() {
+    if let Some(url) = args.at.server.clone() {
         return super::pooled::run_remote(&args, &problem, text, &url);
     }
-    if let Some(threads) = args.threads {
+    if let Some(threads) = args.at.threads {
         return super::pooled::run_local(&args, problem, threads);
     }
     let spec = RunSpec {

@@ -218,26 +218,38 @@ impl LatinPuzzle {
     }
 }
 
-/// Parses a grid token: a number in `1..=n`, or one of `blanks`.
 impl LatinPuzzle {
     /// The size of [`Self::encode`]'s problem, exactly, without building
-    /// it: 3n² items; one option per value of an empty cell and one per
-    /// given, of 3 entries each. The work is the n³ (cell, value) pairs
-    /// the encoder looks at, plus what it builds.
+    /// it (see [`grid_estimate`]).
     pub fn estimate(&self) -> EncodingSize {
-        let n = self.n as u64;
-        let givens = self.givens.iter().flatten().filter(|g| g.is_some()).count() as u64;
-        let cells = product(&[n, n]);
-        let options = sum(&[givens, product(&[cells - givens, n])]);
-        EncodingSize::new(
-            product(&[3, cells]),
-            options,
-            product(&[3, options]),
-            product(&[n, n, n]),
-        )
+        grid_estimate(self.n, &self.givens, 3)
     }
 }
 
+/// The size of the encoding of an n x n grid whose options each place one
+/// value in one cell, with `per_option` entries (3 for a latin square: the
+/// cell, its row and its column; 4 for a sudoku, with its box), exactly:
+/// `per_option` n² items; one option per value of an empty cell and one per
+/// given. The work is the n³ (cell, value) pairs the encoder looks at, plus
+/// what it builds.
+pub(crate) fn grid_estimate(
+    n: usize,
+    givens: &[Vec<Option<usize>>],
+    per_option: u64,
+) -> EncodingSize {
+    let n = n as u64;
+    let given = givens.iter().flatten().filter(|g| g.is_some()).count() as u64;
+    let cells = product(&[n, n]);
+    let options = sum(&[given, product(&[cells - given, n])]);
+    EncodingSize::new(
+        product(&[per_option, cells]),
+        options,
+        product(&[per_option, options]),
+        product(&[n, n, n]),
+    )
+}
+
+/// Parses a grid token: a number in `1..=n`, or one of `blanks`.
 pub(crate) fn parse_value(
     t: &Token<'_>,
     n: usize,

@@ -33,8 +33,8 @@
 
 use crate::xcc::{Problem, ProblemBuilder};
 
-use super::latin::{check_rows, parse_value, token_lines};
-use super::size::{product, sum, EncodingSize};
+use super::latin::{check_rows, grid_estimate, parse_value, token_lines};
+use super::size::EncodingSize;
 use super::{Encoded, PuzzleError};
 use crate::run::SideCondition;
 
@@ -204,25 +204,14 @@ impl Sudoku {
         }
     }
 
-    /// Whether `grid` is a solved sudoku that keeps the givens (an
-    /// independent check of the rules).
     /// The size of [`Self::encode`]'s problem, exactly, without building
-    /// it: 4n² items; one option per value of an empty cell and one per
-    /// given, of 4 entries each. The work is the n³ (cell, value) pairs
-    /// the encoder looks at, plus what it builds.
+    /// it (see [`grid_estimate`]).
     pub fn estimate(&self) -> EncodingSize {
-        let n = self.n as u64;
-        let givens = self.givens.iter().flatten().filter(|g| g.is_some()).count() as u64;
-        let cells = product(&[n, n]);
-        let options = sum(&[givens, product(&[cells - givens, n])]);
-        EncodingSize::new(
-            product(&[4, cells]),
-            options,
-            product(&[4, options]),
-            product(&[n, n, n]),
-        )
+        grid_estimate(self.n, &self.givens, 4)
     }
 
+    /// Whether `grid` is a solved sudoku that keeps the givens (an
+    /// independent check of the rules).
     pub fn is_solution(&self, grid: &[Vec<usize>]) -> bool {
         let n = self.n;
         if grid.len() != n || grid.iter().any(|row| row.len() != n) {

@@ -21,5 +21,18 @@ pub mod server;
 mod sync;
 
 pub use crate::run::SideCondition;
+
+/// An error with its causes, for people ("transport error: connection
+/// refused", "invalid peer certificate: UnknownIssuer").
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    text
+}
 pub use job::{Delivery, EndReason, Job, JobSpec, Progress, Summary};
 pub use pool::{Pool, PoolConfig};

@@ -21,6 +21,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Endpoint;
 
 use crate::service::credentials::{endpoint, ClientTls, EndpointError, WorkerToken};
+use crate::service::error_chain;
 
 use super::coordinator::{MAX_MESSAGE_BYTES, PROBLEM_CACHE};
 use super::proto::{
@@ -140,18 +141,6 @@ pub async fn run(
         }
         backoff = (backoff * 2).min(config.max_backoff);
     }
-}
-
-/// An error with its causes ("transport error: connection refused ...").
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(inner) = cause {
-        text.push_str(": ");
-        text.push_str(&inner.to_string());
-        cause = inner.source();
-    }
-    text
 }
 
 /// A number in [0, 1) that differs between processes and calls.
@@ -275,7 +264,11 @@ async fn session(
         Ok(channel) => channel,
         Err(e) => {
             return lost(
-                format!("cannot connect to {}: {}", config.coordinator, chain(&e)),
+                format!(
+                    "cannot connect to {}: {}",
+                    config.coordinator,
+                    error_chain(&e)
+                ),
                 false,
             )
         }
