@@ -41,7 +41,20 @@ fn with_key<T>(message: T, key: Option<&str>) -> Request<T> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_belong_to_their_callers() {
+    jobs_belong_to_their_callers_on(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_jobs_belong_to_their_callers() {
+    let dir = tempfile::tempdir().unwrap();
+    jobs_belong_to_their_callers_on(Some(dir.path().to_path_buf())).await;
+}
+
+/// With a job store (`data_dir`) or without.
+async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
+    let durable = data_dir.is_some();
     let server = start(ServeConfig {
+        data_dir,
         listen: "127.0.0.1:0".parse().unwrap(),
         pool: PoolConfig {
             threads: 1,
@@ -167,11 +180,49 @@ async fn jobs_belong_to_their_callers() {
         let job = solver.get_job(get(ALICE)).await.unwrap().into_inner();
         if let Some(summary) = job.job.unwrap().summary {
             assert_eq!(summary.solutions, 92);
-            assert_eq!(job.solutions.len(), 5);
+            // A stored job keeps every solution; GetJob gives the first 100.
+            assert_eq!(job.solutions.len(), if durable { 92 } else { 5 });
             break;
         }
         assert!(start.elapsed() < Duration::from_secs(30));
         tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    if durable {
+        // Nor can Bob read its stored solutions, or delete it.
+        let status = solver
+            .list_job_solutions(with_key(
+                pb::ListJobSolutionsRequest {
+                    job_id: job_id.clone(),
+                    ..Default::default()
+                },
+                Some(BOB),
+            ))
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::NotFound);
+        let status = solver
+            .delete_job(with_key(
+                pb::DeleteJobRequest {
+                    job_id: job_id.clone(),
+                },
+                Some(BOB),
+            ))
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), Code::NotFound);
+        let page = solver
+            .list_job_solutions(with_key(
+                pb::ListJobSolutionsRequest {
+                    job_id: job_id.clone(),
+                    ..Default::default()
+                },
+                Some(ALICE),
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(page.solutions.len(), 92);
     }
 
     // Two jobs at once per key: Alice's third waits its turn, Bob's first
@@ -228,6 +279,8 @@ fn the_cli_sends_its_key_and_the_log_never_shows_one() {
     let addr = free_port();
     let mut server = Command::new(XCCD)
         .args(["serve", "--threads", "1", "--listen", &addr.to_string()])
+        .arg("--data-dir")
+        .arg(dir.join("data"))
         .arg("--api-keys")
         .arg(&keys)
         .env("RUST_LOG", "trace")

@@ -207,6 +207,7 @@ async fn pool(case: &Case, encoded: &Arc<dyn Encoded>, threads: usize) -> Vec<St
                         grids.push(encoded.decode(&options));
                     }
                 }
+                Event::Snapshot(_) => panic!("a job that is not durable took a snapshot"),
                 Event::Done(summary) => {
                     assert_eq!(
                         summary.reason,

@@ -32,6 +32,8 @@ impl Server {
         let addr = free_port();
         let child = Command::new(XCCD)
             .args(["serve", "--threads", "1", "--listen", &addr.to_string()])
+            // Memory is what these tests measure: jobs stay in it.
+            .args(["--data-dir", "none"])
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -70,6 +70,7 @@ pub(super) async fn enumerate(
     let summary = loop {
         match job.next_event().await {
             xccd::service::job::Event::Solutions(batch) => streamed += batch.len() as u64,
+            xccd::service::job::Event::Snapshot(_) => {}
             xccd::service::job::Event::Done(summary) => break summary,
         }
     };

@@ -85,6 +85,7 @@ pub fn on_pool(
                             }
                         }
                     }
+                    Event::Snapshot(_) => {}
                     Event::Done(summary) => break summary,
                 },
                 _ = tick.tick() => {

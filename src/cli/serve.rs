@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use xccd::service::cluster::ClusterConfig;
+use xccd::service::durable::StoreLimits;
 use xccd::service::grpc::ApiConfig;
 use xccd::service::jobs::Retention;
 use xccd::service::server::{serve_until_signal, ServeConfig};
@@ -92,6 +93,28 @@ pub struct ServeArgs {
     /// Most jobs queued or running at once for one API key.
     #[arg(long, env = "XCCD_MAX_JOBS_PER_KEY", default_value_t = 16)]
     pub max_jobs_per_key: usize,
+    /// Where submitted jobs are stored (an SQLite file, jobs.sqlite): they
+    /// survive a restart, and all their solutions can be read back. `none`
+    /// keeps jobs in memory only.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "XCCD_DATA_DIR",
+        default_value = "xccd-data"
+    )]
+    pub data_dir: PathBuf,
+    /// Most bytes one job's stored solutions may take (the job fails with
+    /// RESOURCE_EXHAUSTED past it).
+    #[arg(long, env = "XCCD_MAX_JOB_STORE_BYTES", default_value_t = 1 << 30)]
+    pub max_job_store_bytes: u64,
+    /// Most bytes all stored solutions may take: past it SubmitJob answers
+    /// RESOURCE_EXHAUSTED until jobs are deleted.
+    #[arg(long, env = "XCCD_MAX_STORE_BYTES", default_value_t = 8 << 30)]
+    pub max_store_bytes: u64,
+    /// Seconds between two commits of a durable job's progress: what a
+    /// crash can cost it.
+    #[arg(long, env = "XCCD_SNAPSHOT_INTERVAL", default_value_t = 2.0)]
+    pub snapshot_interval: f64,
     /// Log format on stderr (filter with RUST_LOG, default info).
     #[arg(long, env = "XCCD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -177,6 +200,13 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
             .map(|p| read_pem(p, "--worker-client-ca"))
             .transpose()?,
         api_keys: args.api_keys.as_deref().map(api_keys).transpose()?,
+        data_dir: (args.data_dir.as_os_str() != "none").then_some(args.data_dir),
+        store_limits: StoreLimits {
+            max_job_bytes: args.max_job_store_bytes,
+            max_total_bytes: args.max_store_bytes,
+            snapshot_interval: seconds("snapshot-interval", args.snapshot_interval)?,
+            ..StoreLimits::default()
+        },
     };
     let runtime = tokio::runtime::Runtime::new()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;

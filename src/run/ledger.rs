@@ -64,12 +64,17 @@ pub enum Failure {
     /// A run failed: it panicked, or its task names no node of the tree.
     /// A bug, in xccd or in a puzzle's side condition.
     Broken(String),
+    /// The job outgrew a limit of the server (the bytes its stored
+    /// solutions may take).
+    Exhausted(String),
 }
 
 impl Failure {
     pub fn message(&self) -> &str {
         match self {
-            Failure::Lost(message) | Failure::Broken(message) => message,
+            Failure::Lost(message) | Failure::Broken(message) | Failure::Exhausted(message) => {
+                message
+            }
         }
     }
 }

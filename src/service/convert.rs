@@ -244,6 +244,7 @@ pub fn failure(s: &Summary) -> Option<tonic::Status> {
     Some(match &s.failure {
         Some(Failure::Lost(message)) => tonic::Status::aborted(message.clone()),
         Some(Failure::Broken(message)) => tonic::Status::internal(message.clone()),
+        Some(Failure::Exhausted(message)) => tonic::Status::resource_exhausted(message.clone()),
         None => tonic::Status::internal("the search failed"),
     })
 }

@@ -19,11 +19,14 @@ use tracing::Instrument;
 
 use super::callers::Caller;
 use super::convert::{self, ProblemLimits};
+use super::durable::{self, Durability};
+use super::job::JobId;
 use super::job::{Delivery, EndReason, Event, Job, JobSpec, SolutionIndices};
 use super::jobs::{self, format_id, parse_id, Entry, JobRegistry, Record};
 use super::pool::{Pool, SubmitError};
 use super::proto as pb;
 use super::proto::solver_service_server::SolverService;
+use super::store::{JobStore, StoreError};
 use crate::xcc::problem::quote;
 use crate::xcc::Problem;
 
@@ -74,11 +77,42 @@ pub struct SolverApi {
     pool: Arc<Pool>,
     jobs: Arc<JobRegistry>,
     config: ApiConfig,
+    /// The job store, when submitted jobs are durable.
+    durability: Option<Arc<Durability>>,
 }
 
+/// Solutions per page of ListJobSolutions when the request says 0, and the
+/// most a page may hold.
+const DEFAULT_PAGE: usize = 1000;
+const MAX_PAGE: usize = 100_000;
+/// Solutions per message of a WatchJob of a durable job.
+const WATCH_BATCH: usize = 1024;
+
 impl SolverApi {
-    pub fn new(pool: Arc<Pool>, jobs: Arc<JobRegistry>, config: ApiConfig) -> SolverApi {
-        SolverApi { pool, jobs, config }
+    pub fn new(
+        pool: Arc<Pool>,
+        jobs: Arc<JobRegistry>,
+        config: ApiConfig,
+        durability: Option<Arc<Durability>>,
+    ) -> SolverApi {
+        SolverApi {
+            pool,
+            jobs,
+            config,
+            durability,
+        }
+    }
+
+    fn store(&self) -> Result<Arc<dyn JobStore>, Status> {
+        self.durability
+            .as_ref()
+            .map(|d| d.store.clone())
+            .ok_or_else(|| {
+                Status::failed_precondition(
+                    "this server keeps jobs in memory only: it has no job store to read \
+                     solutions from (start it with --data-dir)",
+                )
+            })
     }
 
     fn submit(&self, problem: Arc<Problem>, spec: JobSpec) -> Result<Arc<Job>, Status> {
@@ -285,16 +319,41 @@ impl SolverService for SolverApi {
             n => n,
         };
         let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
-        let job = self.submit(
-            problem,
-            JobSpec {
-                limit: nonzero(req.limit),
-                max_nodes: nonzero(req.max_nodes),
-                delivery: Delivery::Keep { keep },
-                owner: caller.clone(),
-                ..JobSpec::default()
+        let mut spec = JobSpec {
+            limit: nonzero(req.limit),
+            max_nodes: nonzero(req.max_nodes),
+            delivery: if req.count_only {
+                Delivery::CountOnly
+            } else {
+                Delivery::Keep { keep }
             },
-        )?;
+            owner: caller.clone(),
+            ..JobSpec::default()
+        };
+        let job = match &self.durability {
+            None => self.submit(problem, spec)?,
+            Some(durability) => {
+                let d = durability.clone();
+                if let Some(why) = blocking(move || Ok(d.refuse_new_job())).await? {
+                    return Err(Status::resource_exhausted(why));
+                }
+                spec.delivery = durable::delivery(req.count_only);
+                spec.durable = true;
+                let job = self.submit(problem, spec)?;
+                let (d, j) = (durability.clone(), job.clone());
+                if let Err(status) = blocking(move || {
+                    d.create(&j, req.count_only)
+                        .map_err(|e| Status::unavailable(e.to_string()))
+                })
+                .await
+                {
+                    self.pool.cancel(&job, EndReason::Cancelled);
+                    return Err(status);
+                }
+                durable::start_writer(self.pool.clone(), durability.clone(), job.clone());
+                job
+            }
+        };
         self.jobs.insert(job.clone());
         tracing::info!(job = job.id, "job submitted");
         Ok(Response::new(pb::SubmitJobResponse {
@@ -316,6 +375,28 @@ impl SolverService for SolverApi {
         let entry = self.find(&req.job_id, &caller)?;
         let pool = self.pool.clone();
         let span = tracing::info_span!("job", id = entry.id(), rpc = "WatchJob");
+        let durable = match &entry {
+            Entry::Live(job) => job.spec.durable,
+            Entry::Ended(record) => record.durable(),
+        };
+        if durable && req.include_solutions {
+            let store = self.store()?;
+            let watch = StoredWatch {
+                pool,
+                store,
+                entry,
+                from: req.from_solution,
+                interval,
+                deadline,
+            };
+            return Ok(stream_from(span, move |tx| watch.run(tx)));
+        }
+        if req.from_solution > 0 {
+            return Err(Status::invalid_argument(
+                "from_solution: only the solutions of a durable job (a server with --data-dir), \
+                 watched with include_solutions, can be read from an index",
+            ));
+        }
         Ok(stream_from(span, move |tx| async move {
             match entry {
                 Entry::Live(job) => {
@@ -333,7 +414,18 @@ impl SolverService for SolverApi {
         let caller = Caller::of(&request);
         let req = request.into_inner();
         let entry = self.find(&req.job_id, &caller)?;
+        let durable = match &entry {
+            Entry::Live(job) => job.spec.durable,
+            Entry::Ended(record) => record.durable(),
+        };
         let mut solutions = match &entry {
+            _ if durable => {
+                let max = match req.max_solutions as usize {
+                    0 => self.config.default_keep,
+                    n => n.min(MAX_PAGE),
+                };
+                stored_solutions(self.store()?, entry.clone(), 0, max, true).await?
+            }
             Entry::Live(job) => job
                 .kept_from(0)
                 .iter()
@@ -378,6 +470,242 @@ impl SolverService for SolverApi {
             .map(|entry| self.job_message(entry))
             .collect();
         Ok(Response::new(pb::ListJobsResponse { jobs }))
+    }
+
+    async fn list_job_solutions(
+        &self,
+        request: Request<pb::ListJobSolutionsRequest>,
+    ) -> Result<Response<pb::ListJobSolutionsResponse>, Status> {
+        let caller = Caller::of(&request);
+        let req = request.into_inner();
+        let entry = self.find(&req.job_id, &caller)?;
+        let store = self.store()?;
+        let (durable, committed, ended) = match &entry {
+            Entry::Live(job) => (job.spec.durable, job.committed(), job.end_stored()),
+            Entry::Ended(record) => (record.durable(), record.message.stored_solutions, true),
+        };
+        if !durable {
+            return Err(Status::failed_precondition(format!(
+                "job_id: {} was not stored (it was submitted to a server without --data-dir); \
+                 read its kept solutions with GetJob",
+                quote(&req.job_id)
+            )));
+        }
+        let size = match req.page_size as usize {
+            0 => DEFAULT_PAGE,
+            n if n > MAX_PAGE => {
+                return Err(Status::invalid_argument(format!(
+                    "page_size: {n} exceeds the limit of {MAX_PAGE}"
+                )))
+            }
+            n => n,
+        };
+        let from = match req.page_token.as_str() {
+            "" => 0,
+            token => parse_page_token(token, entry.id()).ok_or_else(|| {
+                Status::invalid_argument(format!(
+                    "page_token: {} is not a page token of this job's solutions",
+                    quote(token)
+                ))
+            })?,
+        };
+        let solutions =
+            stored_solutions(store, entry.clone(), from, size, req.include_option_text).await?;
+        let next = from + solutions.len() as u64;
+        let more = !ended || next < committed;
+        Ok(Response::new(pb::ListJobSolutionsResponse {
+            solutions,
+            first_index: from,
+            next_page_token: if more {
+                page_token(entry.id(), next)
+            } else {
+                String::new()
+            },
+        }))
+    }
+
+    async fn delete_job(
+        &self,
+        request: Request<pb::DeleteJobRequest>,
+    ) -> Result<Response<pb::DeleteJobResponse>, Status> {
+        let caller = Caller::of(&request);
+        let req = request.into_inner();
+        let entry = self.find(&req.job_id, &caller)?;
+        if let Entry::Live(job) = &entry {
+            self.pool.cancel(job, EndReason::Cancelled);
+            // Its writer ends once the job has; then nothing writes to it.
+            let wait = tokio::time::timeout(Duration::from_secs(30), job.wait()).await;
+            if wait.is_err() {
+                return Err(Status::unavailable(
+                    "the job is still stopping; try DeleteJob again",
+                ));
+            }
+            if job.spec.durable {
+                let stored = job.clone();
+                let _ = tokio::time::timeout(Duration::from_secs(30), async move {
+                    while !stored.end_stored() {
+                        stored.changed(Duration::from_millis(50)).await;
+                    }
+                })
+                .await;
+            }
+        }
+        let jobs = self.jobs.clone();
+        let id = entry.id();
+        blocking(move || {
+            jobs.remove(id)
+                .map_err(|e| Status::unavailable(e.to_string()))
+        })
+        .await?;
+        tracing::info!(job = id, "job deleted");
+        Ok(Response::new(pb::DeleteJobResponse {}))
+    }
+}
+
+/// Runs store work off the async runtime's threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Status> + Send + 'static,
+) -> Result<T, Status> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|_| Err(Status::internal("reading the job store failed")))
+}
+
+fn page_token(job: JobId, index: u64) -> String {
+    format!("{job}.{index}")
+}
+
+fn parse_page_token(token: &str, job: JobId) -> Option<u64> {
+    let (of, index) = token.split_once('.')?;
+    (of.parse::<JobId>().ok()? == job).then_some(())?;
+    index.parse().ok()
+}
+
+/// Up to `max` stored solutions of a durable job from index `from` on.
+async fn stored_solutions(
+    store: Arc<dyn JobStore>,
+    entry: Entry,
+    from: u64,
+    max: usize,
+    with_text: bool,
+) -> Result<Vec<pb::Solution>, Status> {
+    blocking(move || {
+        let failed = |e: StoreError| Status::internal(e.to_string());
+        let indices = store.solutions(entry.id(), from, max).map_err(failed)?;
+        let problem = match (&entry, with_text) {
+            (_, false) => None,
+            (Entry::Live(job), true) => Some(job.problem.clone()),
+            (Entry::Ended(_), true) => {
+                let stored = store
+                    .get(entry.id())
+                    .map_err(failed)?
+                    .ok_or_else(|| Status::not_found("the job was deleted"))?;
+                Some(durable::stored_problem(&stored.problem).map_err(Status::internal)?)
+            }
+        };
+        Ok(indices
+            .into_iter()
+            .map(|option_indices| match &problem {
+                Some(problem) => convert::solution(problem, &option_indices, true),
+                None => pb::Solution {
+                    option_indices,
+                    option_texts: Vec::new(),
+                },
+            })
+            .collect())
+    })
+    .await
+}
+
+/// A WatchJob call on a durable job: its stored solutions from an index on,
+/// as they are committed, with progress, then its summary.
+struct StoredWatch {
+    pool: Arc<Pool>,
+    store: Arc<dyn JobStore>,
+    entry: Entry,
+    from: u64,
+    interval: Duration,
+    deadline: Option<Instant>,
+}
+
+impl StoredWatch {
+    async fn run(self, tx: mpsc::Sender<Result<pb::WatchJobResponse, Status>>) {
+        use pb::watch_job_response::Event as E;
+        let wrap = |event| Ok(pb::WatchJobResponse { event: Some(event) });
+        let far = Instant::now() + Duration::from_secs(100 * 365 * 86400);
+        let deadline = self.deadline.unwrap_or(far);
+        let mut next = self.from;
+        let mut next_progress = Instant::now();
+        loop {
+            let (committed, ended, message) = match &self.entry {
+                Entry::Live(job) => {
+                    // The job's end counts once its writer has stored it,
+                    // with every solution before it.
+                    let ended = job.end_stored();
+                    (job.committed(), ended, None)
+                }
+                Entry::Ended(record) => (
+                    record.message.stored_solutions,
+                    true,
+                    Some(record.message.clone()),
+                ),
+            };
+            while next < committed {
+                let max = WATCH_BATCH.min((committed - next) as usize);
+                let batch =
+                    match stored_solutions(self.store.clone(), self.entry.clone(), next, max, true)
+                        .await
+                    {
+                        Ok(batch) if !batch.is_empty() => batch,
+                        Ok(_) => break,
+                        Err(status) => {
+                            let _ = tx.send(Err(status)).await;
+                            return;
+                        }
+                    };
+                next += batch.len() as u64;
+                let event = E::Solutions(pb::SolutionBatch { solutions: batch });
+                if !send_until(&tx, wrap(event), deadline).await {
+                    return deadline_passed(&tx, deadline).await;
+                }
+            }
+            if ended || Instant::now() >= next_progress {
+                let progress = match (&self.entry, &message) {
+                    (Entry::Live(job), _) => Some(convert::progress(&self.pool.progress(job))),
+                    (_, Some(message)) => message.progress,
+                    _ => None,
+                };
+                if let Some(progress) = progress {
+                    if !send_until(&tx, wrap(E::Progress(progress)), deadline).await {
+                        return deadline_passed(&tx, deadline).await;
+                    }
+                }
+                next_progress = Instant::now() + self.interval;
+            }
+            if ended {
+                let summary = match (&self.entry, message) {
+                    (Entry::Live(job), _) => job.summary().map(|s| convert::summary(&s)),
+                    (_, Some(message)) => message.summary,
+                    _ => None,
+                };
+                if let Some(summary) = summary {
+                    let _ = send_until(&tx, wrap(E::Summary(summary)), deadline).await;
+                }
+                return;
+            }
+            if Instant::now() >= deadline {
+                let _ = tx
+                    .send(Err(Status::deadline_exceeded("the call's deadline passed")))
+                    .await;
+                return;
+            }
+            if let Entry::Live(job) = &self.entry {
+                tokio::select! {
+                    () = tx.closed() => return,
+                    () = job.changed(next_progress.saturating_duration_since(Instant::now())) => {}
+                }
+            }
+        }
     }
 }
 
@@ -459,6 +787,8 @@ impl<E: StreamEvents> Pump<E> {
                 }
                 event = self.job.next_event() => match event {
                     Event::Solutions(batch) => self.events.solutions(&batch),
+                    // Only durable jobs take snapshots, and no call streams them.
+                    Event::Snapshot(_) => continue,
                     Event::Done(summary) => {
                         let _ = send_until(&tx, Ok(self.events.progress(progress())), deadline).await;
                         let _ = send_until(&tx, Ok(self.events.summary(convert::summary(&summary))), deadline).await;

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::callers::Caller;
+use super::store::Snapshot;
 use super::sync::Locked;
 use crate::puzzles::Puzzle;
 use crate::run::{Batch, Failure, RunSpec, SideCondition, Taken};
@@ -47,6 +48,9 @@ pub struct JobSpec {
     /// Who asked (with API keys): only they may see the job, and their jobs
     /// count against their own limit.
     pub owner: Caller,
+    /// The job is kept in the job store: its events (solutions, snapshots,
+    /// its end) go through its output buffer to the store's writer.
+    pub durable: bool,
 }
 
 impl Default for JobSpec {
@@ -59,6 +63,7 @@ impl Default for JobSpec {
             condition: None,
             puzzle: None,
             owner: Caller::default(),
+            durable: false,
         }
     }
 }
@@ -72,6 +77,7 @@ impl std::fmt::Debug for JobSpec {
             .field("condition", &self.condition.is_some())
             .field("puzzle", &self.puzzle)
             .field("owner", &self.owner.name())
+            .field("durable", &self.durable)
             .finish()
     }
 }
@@ -95,6 +101,9 @@ pub enum Delivery {
 #[derive(Debug)]
 pub enum Event {
     Solutions(Vec<SolutionIndices>),
+    /// A consistent cut of a durable job, for the store (see
+    /// [`crate::service::store`]); after every solution delivered before it.
+    Snapshot(Snapshot),
     Done(Summary),
 }
 
@@ -236,6 +245,16 @@ pub struct Job {
     /// A solver of the problem for checking what remote runs report
     /// (built when first needed; see [`Job::with_checker`]).
     checker: Mutex<Option<Solver>>,
+    /// A durable job's runs are to checkpoint, and none start, until the
+    /// pool has taken a snapshot of it.
+    snapshot_due: AtomicBool,
+    /// A durable job's solutions that the store holds and may be read.
+    committed: AtomicU64,
+    /// Commits of a durable job written to the store so far.
+    commits: AtomicU64,
+    /// A durable job's writer is done: its end (with every solution before
+    /// it) is stored, or the store failed.
+    end_stored: AtomicBool,
 }
 
 /// A problem as the cluster protocol sends it: a plain problem as its DLX
@@ -269,7 +288,55 @@ impl Job {
             kept_notify: tokio::sync::Notify::new(),
             wire: std::sync::OnceLock::new(),
             checker: Mutex::new(None),
+            snapshot_due: AtomicBool::new(false),
+            committed: AtomicU64::new(0),
+            commits: AtomicU64::new(0),
+            end_stored: AtomicBool::new(false),
         }
+    }
+
+    /// A job resumed from the store at the point of its snapshot.
+    pub(super) fn resumed(self, snapshot: &Snapshot, committed: u64) -> Job {
+        self.solutions.store(snapshot.solutions, Ordering::SeqCst);
+        *self.stats.locked() = snapshot.stats.clone();
+        self.committed.store(committed, Ordering::SeqCst);
+        self
+    }
+
+    pub fn snapshot_due(&self) -> bool {
+        self.snapshot_due.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn set_snapshot_due(&self, due: bool) {
+        self.snapshot_due.store(due, Ordering::SeqCst);
+    }
+
+    /// Solutions of a durable job that can be read from the store.
+    pub fn committed(&self) -> u64 {
+        self.committed.load(Ordering::SeqCst)
+    }
+
+    /// The store now holds `committed` of the job's solutions: wakes the
+    /// job's watchers.
+    pub(super) fn set_committed(&self, committed: u64) {
+        self.committed.fetch_max(committed, Ordering::SeqCst);
+        self.commits.fetch_add(1, Ordering::SeqCst);
+        self.kept_notify.notify_waiters();
+    }
+
+    /// Whether a durable job's writer has finished (see `end_stored`).
+    pub fn end_stored(&self) -> bool {
+        self.end_stored.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn set_end_stored(&self) {
+        self.end_stored.store(true, Ordering::SeqCst);
+        self.kept_notify.notify_waiters();
+    }
+
+    /// How many commits of a durable job were written so far.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::SeqCst)
     }
 
     /// Runs `f` on the solver the coordinator checks remote reports with

@@ -14,11 +14,14 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use prost::Message;
+
 use super::callers::Caller;
 use super::convert;
 use super::job::{Job, JobId};
 use super::pool::Pool;
 use super::proto as pb;
+use super::store::{JobStore, StoreError, StoredJob, StoredRequest};
 use super::sync::Locked;
 
 /// How long and how much the registry keeps of ended jobs.
@@ -49,10 +52,49 @@ pub struct Record {
     pub owner: Caller,
     /// The job's message as it ended.
     pub message: pb::Job,
-    /// Its kept solutions, with their options' text.
+    /// Its kept solutions, with their options' text (a durable job's are
+    /// in the store).
     pub solutions: Vec<pb::Solution>,
     bytes: usize,
     ended: Instant,
+}
+
+impl Record {
+    /// Whether the job's solutions are in the store.
+    pub fn durable(&self) -> bool {
+        self.message.durable
+    }
+
+    /// A durable job that ended before this process started, from the
+    /// store.
+    fn stored(job: &StoredJob) -> Option<Record> {
+        let message = pb::Job::decode(job.ended.as_deref()?).ok()?;
+        Some(Record {
+            id: job.id,
+            owner: Caller(job.request.owner.as_deref().map(Arc::from)),
+            message,
+            solutions: Vec::new(),
+            bytes: 0,
+            ended: Instant::now(),
+        })
+    }
+}
+
+/// The final message of a stored job that cannot run again.
+pub fn failed_message(id: JobId, request: &StoredRequest, error: &str) -> pb::Job {
+    pb::Job {
+        job_id: format_id(id),
+        state: pb::JobState::Done as i32,
+        progress: None,
+        summary: Some(pb::Summary {
+            reason: pb::EndReason::Failed as i32,
+            error: error.to_string(),
+            ..pb::Summary::default()
+        }),
+        created_unix_seconds: request.created_unix_seconds,
+        durable: true,
+        stored_solutions: 0,
+    }
 }
 
 /// A submitted job, running or ended.
@@ -81,7 +123,8 @@ impl Entry {
 /// The message of a job as it is now.
 pub fn message(pool: &Pool, job: &Job) -> pb::Job {
     let progress = pool.progress(job);
-    let summary = job.summary();
+    // A durable job is done once its end is stored, with all its solutions.
+    let summary = job.summary().filter(|_| ended(job));
     let state = if summary.is_some() {
         pb::JobState::Done
     } else if progress.tasks_running > 0 || progress.nodes > 0 {
@@ -98,7 +141,15 @@ pub fn message(pool: &Pool, job: &Job) -> pb::Job {
             .created
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64()),
+        durable: job.spec.durable,
+        stored_solutions: job.committed(),
     }
+}
+
+/// Whether a job has ended, for its readers: a durable one once its end is
+/// stored.
+fn ended(job: &Job) -> bool {
+    job.summary().is_some() && (!job.spec.durable || job.end_stored())
 }
 
 /// Bytes a solution takes in a record, roughly.
@@ -123,15 +174,50 @@ pub struct JobRegistry {
     entries: Mutex<Entries>,
     retention: Retention,
     pool: Arc<Pool>,
+    /// Where durable jobs live: an ended one is read from there once its
+    /// record has left memory.
+    store: Option<Arc<dyn JobStore>>,
 }
 
 impl JobRegistry {
-    pub fn new(pool: Arc<Pool>, retention: Retention) -> JobRegistry {
+    pub fn new(
+        pool: Arc<Pool>,
+        retention: Retention,
+        store: Option<Arc<dyn JobStore>>,
+    ) -> JobRegistry {
         JobRegistry {
             entries: Mutex::new(Entries::default()),
             retention,
             pool,
+            store,
         }
+    }
+
+    /// Forgets job `id` (its record, and the stored job); true if it was
+    /// known. A running job must have been cancelled first.
+    pub fn remove(&self, id: JobId) -> Result<bool, StoreError> {
+        let mut entries = self.entries.locked();
+        let known = match entries.by_id.remove(&id) {
+            Some(Entry::Ended(record)) => {
+                entries.records -= 1;
+                entries.bytes -= record.bytes;
+                true
+            }
+            Some(Entry::Live(_)) => true,
+            None => false,
+        };
+        drop(entries);
+        let stored = match &self.store {
+            Some(store) => store.delete(id)?,
+            None => false,
+        };
+        Ok(known || stored)
+    }
+
+    /// A stored job that ended before this process started.
+    fn stored(&self, id: JobId) -> Option<Entry> {
+        let job = self.store.as_ref()?.get(id).ok()??;
+        Some(Entry::Ended(Arc::new(Record::stored(&job)?)))
     }
 
     pub fn insert(&self, job: Arc<Job>) {
@@ -143,14 +229,28 @@ impl JobRegistry {
     pub fn get(&self, id: JobId) -> Option<Entry> {
         let mut entries = self.entries.locked();
         self.tidy(&mut entries);
-        entries.by_id.get(&id).cloned()
+        let found = entries.by_id.get(&id).cloned();
+        drop(entries);
+        found.or_else(|| self.stored(id))
     }
 
-    /// Every remembered job, oldest first.
+    /// Every remembered job, oldest first: those in memory, and the ended
+    /// ones of the store.
     pub fn list(&self) -> Vec<Entry> {
         let mut entries = self.entries.locked();
         self.tidy(&mut entries);
-        entries.by_id.values().cloned().collect()
+        let mut all = entries.by_id.clone();
+        drop(entries);
+        if let Some(store) = &self.store {
+            for job in store.list().unwrap_or_default() {
+                if let std::collections::btree_map::Entry::Vacant(slot) = all.entry(job.id) {
+                    if let Some(record) = Record::stored(&job) {
+                        slot.insert(Entry::Ended(Arc::new(record)));
+                    }
+                }
+            }
+        }
+        all.into_values().collect()
     }
 
     /// Jobs remembered now, and bytes their records hold.
@@ -167,7 +267,7 @@ impl JobRegistry {
             .by_id
             .values()
             .filter_map(|e| match e {
-                Entry::Live(job) if job.summary().is_some() => Some(job.clone()),
+                Entry::Live(job) if ended(job) => Some(job.clone()),
                 _ => None,
             })
             .collect();

@@ -11,6 +11,7 @@ pub mod callers;
 pub mod cluster;
 pub mod convert;
 pub mod credentials;
+pub mod durable;
 pub mod grpc;
 pub mod job;
 pub mod jobs;
@@ -18,6 +19,7 @@ pub mod pool;
 pub mod proto;
 pub mod puzzles_grpc;
 pub mod server;
+pub mod store;
 mod sync;
 
 pub use crate::run::SideCondition;

@@ -32,7 +32,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::job::{Delivery, EndReason, Job, JobId, JobSpec, Output, Progress};
+use super::job::{Delivery, EndReason, Event, Job, JobId, JobSpec, Output, Progress};
+use super::store::{Snapshot, StoredWork};
 use super::sync::{wait_timeout, Locked};
 use crate::run::{run_task, Batch, Control, Failure, Ledger, Port, Settlement, Stop, Taken, Work};
 use crate::xcc::{Problem, ProgressView, Solver, Stats, Task};
@@ -43,6 +44,8 @@ pub const POLL_NODES: u64 = 1024;
 pub const MAX_POLL_NODES: u64 = 1 << 20;
 /// How long a task may keep its worker while another job waits.
 pub const TIME_SLICE: Duration = Duration::from_millis(10);
+/// Batches of solutions a durable job buffers for the store's writer.
+const DURABLE_BUFFER_BATCHES: usize = 64;
 
 /// Limits of a pool.
 #[derive(Debug, Clone)]
@@ -228,8 +231,42 @@ impl Pool {
     /// Starts a job on `problem`.
     pub fn submit(&self, problem: Arc<Problem>, spec: JobSpec) -> Result<Arc<Job>, SubmitError> {
         let id = self.shared.next_id.fetch_add(1, Ordering::SeqCst);
-        let output = match spec.delivery {
-            Delivery::Stream { buffer_batches, .. } => {
+        self.start(id, problem, spec, None)
+    }
+
+    /// Starts job `id` again where its snapshot left it (a durable job
+    /// whose coordinator stopped); `committed` of its solutions are stored.
+    pub fn resume(
+        &self,
+        id: JobId,
+        problem: Arc<Problem>,
+        spec: JobSpec,
+        snapshot: &Snapshot,
+        committed: u64,
+    ) -> Result<Arc<Job>, SubmitError> {
+        self.shared.next_id.fetch_max(id + 1, Ordering::SeqCst);
+        self.start(id, problem, spec, Some((snapshot, committed)))
+    }
+
+    /// New job ids go above `id` (those of stored jobs).
+    pub fn ids_above(&self, id: JobId) {
+        self.shared.next_id.fetch_max(id + 1, Ordering::SeqCst);
+    }
+
+    fn start(
+        &self,
+        id: JobId,
+        problem: Arc<Problem>,
+        spec: JobSpec,
+        resumed: Option<(&Snapshot, u64)>,
+    ) -> Result<Arc<Job>, SubmitError> {
+        let buffer = match spec.delivery {
+            Delivery::Stream { buffer_batches, .. } => Some(buffer_batches),
+            _ if spec.durable => Some(DURABLE_BUFFER_BATCHES),
+            _ => None,
+        };
+        let output = match buffer {
+            Some(buffer_batches) => {
                 let shared = Arc::downgrade(&self.shared);
                 Some(Output::new(
                     buffer_batches,
@@ -248,15 +285,34 @@ impl Pool {
         if self.shared.threads == 0 && !remote_can_run(&spec) {
             return Err(SubmitError::NeedsLocalThreads);
         }
-        let job = Arc::new(Job::new(id, problem, spec, output));
+        let job = Job::new(id, problem, spec, output);
+        let (job, queue, tasks_done, finished_weight) = match resumed {
+            None => (job, VecDeque::from([Work::new(Task::root())]), 0, 0.0),
+            Some((snapshot, committed)) => (
+                job.resumed(snapshot, committed),
+                snapshot.tasks.iter().cloned().map(Work::from).collect(),
+                snapshot.tasks_done,
+                snapshot.finished_weight,
+            ),
+        };
+        let job = Arc::new(job);
+        let sched = Sched {
+            job: job.clone(),
+            queue,
+            running: 0,
+            tasks_done,
+            finished_weight,
+        };
         let mut state = self.shared.state.locked();
         if state.shutdown {
             return Err(SubmitError::ShuttingDown);
         }
-        if state.jobs.len() >= self.shared.max_jobs {
+        // Jobs that ran before a restart run again whatever the limits.
+        let limited = resumed.is_none();
+        if limited && state.jobs.len() >= self.shared.max_jobs {
             return Err(SubmitError::TooManyJobs(self.shared.max_jobs));
         }
-        if job.spec.owner.0.is_some() {
+        if limited && job.spec.owner.0.is_some() {
             let theirs = state
                 .jobs
                 .values()
@@ -268,17 +324,10 @@ impl Pool {
                 ));
             }
         }
-        state.jobs.insert(
-            id,
-            Sched {
-                job: job.clone(),
-                queue: VecDeque::from([Work::new(Task::root())]),
-                running: 0,
-                tasks_done: 0,
-                finished_weight: 0.0,
-            },
-        );
+        state.jobs.insert(id, sched);
         state.ring.push_back(id);
+        // A resumed job with no work left ends now.
+        self.shared.settle(&mut state, id);
         self.shared.refresh(&state);
         drop(state);
         self.shared.wake_one();
@@ -295,6 +344,21 @@ impl Pool {
         let mut state = self.shared.state.locked();
         self.shared.settle(&mut state, job.id);
         self.shared.refresh(&state);
+    }
+
+    /// Asks for a snapshot of a durable job: its runs checkpoint at their
+    /// next poll, no new run starts, and once none is going the snapshot
+    /// goes to the job's output (see [`Shared::snapshot_if_quiet`]).
+    pub fn request_snapshot(&self, job: &Job) {
+        let mut state = self.shared.state.locked();
+        if !state.jobs.contains_key(&job.id) {
+            return;
+        }
+        job.set_snapshot_due(true);
+        self.shared.snapshot_if_quiet(&mut state, job.id);
+        self.shared.refresh(&state);
+        drop(state);
+        self.shared.wake_all();
     }
 
     /// A snapshot of a job's progress.
@@ -561,8 +625,10 @@ impl Shared {
     }
 }
 
+/// Whether a job's tasks must wait: its consumer has no room, or a
+/// snapshot of it is due.
 fn stalled(job: &Job) -> bool {
-    job.output.as_ref().is_some_and(|o| o.is_stalled())
+    job.snapshot_due() || job.output.as_ref().is_some_and(|o| o.is_stalled())
 }
 
 /// Whether remote workers can run the job's tasks: they rebuild a side
@@ -604,8 +670,36 @@ impl Shared {
         if !settlement.requeue.is_empty() {
             self.enqueue(state, job.id, settlement.requeue, true);
         }
+        self.snapshot_if_quiet(state, job.id);
         self.settle(state, job.id);
         self.refresh(state);
+    }
+
+    /// Takes the snapshot due of a durable job once none of its runs is
+    /// going: its queue then holds all its remaining work, each task with
+    /// the solutions delivered from it, and every solution delivered is in
+    /// its output before the snapshot.
+    fn snapshot_if_quiet(&self, state: &mut State, id: JobId) {
+        let Some(sched) = state.jobs.get(&id) else {
+            return;
+        };
+        let job = &sched.job;
+        if !job.snapshot_due() || sched.running > 0 {
+            return;
+        }
+        if !job.is_stopping() {
+            let snapshot = Snapshot {
+                solutions: job.solutions(),
+                stats: job.stats(),
+                tasks: sched.queue.iter().map(StoredWork::from).collect(),
+                finished_weight: sched.finished_weight,
+                tasks_done: sched.tasks_done,
+            };
+            if let Some(output) = &job.output {
+                output.push(Event::Snapshot(snapshot));
+            }
+        }
+        job.set_snapshot_due(false);
     }
 
     /// Nodes explored so far by the job's runs on local threads, as last
@@ -840,6 +934,9 @@ impl Port for PoolPort<'_> {
                 self.job.request_stop(EndReason::NodeLimit);
                 return Control::Stop;
             }
+        }
+        if self.job.snapshot_due() {
+            return Control::Checkpoint;
         }
         if self.shared.hungry.load(Ordering::SeqCst) {
             return Control::GiveAway;

@@ -117,6 +117,7 @@ impl PuzzleApi {
                     condition: condition.restricts().then_some(condition),
                     puzzle: Some(puzzle.clone()),
                     owner: caller.clone(),
+                    durable: false,
                 },
             )
             .map_err(refused)

@@ -19,13 +19,15 @@ use tonic::service::interceptor::InterceptedService;
 use super::callers::{authenticate, ApiKeys};
 use super::cluster::{ClusterConfig, CoordinatorApi};
 use super::credentials::ServerTls;
+use super::durable::{self, Durability, StoreLimits};
 use super::grpc::{ApiConfig, SolverApi};
-use super::jobs::{JobRegistry, Retention};
+use super::jobs::{Entry, JobRegistry, Retention};
 use super::pool::{Pool, PoolConfig};
 use super::proto::puzzle_service_server::PuzzleServiceServer;
 use super::proto::solver_service_server::SolverServiceServer;
 use super::proto::FILE_DESCRIPTOR_SET;
 use super::puzzles_grpc::PuzzleApi;
+use super::store::SqliteStore;
 
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -48,6 +50,11 @@ pub struct ServeConfig {
     pub worker_client_ca: Option<Vec<u8>>,
     /// Callers must present one of these keys; jobs belong to their caller.
     pub api_keys: Option<Arc<ApiKeys>>,
+    /// Where submitted jobs are stored to survive a restart; `None` keeps
+    /// them in memory only.
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Limits of the job store.
+    pub store_limits: StoreLimits,
 }
 
 impl Default for ServeConfig {
@@ -63,6 +70,8 @@ impl Default for ServeConfig {
             worker_listen: None,
             worker_client_ca: None,
             api_keys: None,
+            data_dir: None,
+            store_limits: StoreLimits::default(),
         }
     }
 }
@@ -150,6 +159,14 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
             None => Ok(builder),
         }
     };
+    // A damaged store stops the start before anything listens.
+    let durability = match &config.data_dir {
+        Some(dir) => Some(Arc::new(Durability {
+            store: Arc::new(SqliteStore::open(dir).map_err(|e| setup_error(e.to_string()))?),
+            limits: config.store_limits.clone(),
+        })),
+        None => None,
+    };
     let public = tls(config.tls.as_ref().and_then(|t| t.client_ca.clone()))?;
     let listener = TcpListener::bind(config.listen).await?;
     let addr = listener.local_addr()?;
@@ -161,7 +178,16 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         None => None,
     };
     let pool = Arc::new(Pool::new(config.pool.clone()));
-    let jobs = Arc::new(JobRegistry::new(pool.clone(), config.retention.clone()));
+    let jobs = Arc::new(JobRegistry::new(
+        pool.clone(),
+        config.retention.clone(),
+        durability.as_ref().map(|d| d.store.clone()),
+    ));
+    if let Some(durability) = &durability {
+        let resumed = durable::resume_all(&pool, &jobs, durability)
+            .map_err(|e| setup_error(e.to_string()))?;
+        tracing::info!(jobs = resumed, data_dir = ?config.data_dir, "job store open; unfinished jobs resumed");
+    }
     if let Some(metrics_addr) = config.metrics_listen {
         metrics_exporter_prometheus::PrometheusBuilder::new()
             .with_http_listener(metrics_addr)
@@ -175,8 +201,13 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     let max_problem = config.api.limits.max_text_bytes;
     let max_message = max_problem.saturating_add(4096);
     let api = InterceptedService::new(
-        SolverServiceServer::new(SolverApi::new(pool.clone(), jobs, config.api.clone()))
-            .max_decoding_message_size(max_message),
+        SolverServiceServer::new(SolverApi::new(
+            pool.clone(),
+            jobs.clone(),
+            config.api.clone(),
+            durability.clone(),
+        ))
+        .max_decoding_message_size(max_message),
         authenticate(config.api_keys.clone()),
     );
     let puzzles = InterceptedService::new(
@@ -202,6 +233,7 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     // The workers' listener closes once the jobs have stopped.
     let (stopped_tx, mut stopped_rx) = tokio::sync::watch::channel(false);
     let draining_pool = pool.clone();
+    let draining_jobs = jobs.clone();
     let shutdown = async move {
         let _ = stop_rx.await;
         tracing::info!("shutting down: stopping jobs, then the listener");
@@ -211,6 +243,17 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         health
             .set_not_serving::<PuzzleServiceServer<PuzzleApi>>()
             .await;
+        // Durable jobs commit their progress first: they go on after the
+        // restart from there.
+        let live = draining_jobs
+            .list()
+            .into_iter()
+            .filter_map(|entry| match entry {
+                Entry::Live(job) => Some(job),
+                Entry::Ended(_) => None,
+            })
+            .collect();
+        durable::snapshot_all(&draining_pool, live, Duration::from_secs(10)).await;
         let pool = draining_pool.clone();
         let _ = tokio::task::spawn_blocking(move || pool.stop_all_jobs()).await;
         let _ = stopped_tx.send(true);

@@ -24,7 +24,7 @@ use super::problem::Problem;
 use super::task::{Cut, Decision, Task, ALL};
 
 /// Counters of one search, all machine-independent.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
     /// Search-tree nodes, each solution counted as a node (as Knuth does).
     pub nodes: u64,

@@ -76,12 +76,23 @@ pub struct CoordinatorApi {
     next_worker: AtomicU64,
 }
 
+/// Where this process's lease ids start: from the clock, in steps of 2^32.
+fn first_lease_id() -> u64 {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    (seconds & 0x7fff_ffff) << 32 | 1
+}
+
 impl CoordinatorApi {
     pub fn new(pool: Arc<Pool>, config: ClusterConfig) -> CoordinatorApi {
         CoordinatorApi {
             pool,
             config,
-            next_lease: Arc::new(AtomicU64::new(1)),
+            // Lease ids of a restarted coordinator never meet its previous
+            // life's: a worker still holding an old lease cannot report on
+            // a new one (leases are also bound to their session).
+            next_lease: Arc::new(AtomicU64::new(first_lease_id())),
             next_worker: AtomicU64::new(1),
         }
     }
@@ -674,7 +685,7 @@ impl Session {
                 self.ask(id, AskKind::Revoke).await?;
                 continue;
             }
-            let stalled = job.output.as_ref().is_some_and(|o| o.is_stalled());
+            let stalled = job.snapshot_due() || job.output.as_ref().is_some_and(|o| o.is_stalled());
             let slice_over =
                 lease.started.elapsed() >= REMOTE_SLICE && self.pool.others_waiting(job.id);
             if (stalled || slice_over) && lease.asked != AskKind::Checkpoint {

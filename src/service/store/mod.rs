@@ -1,0 +1,181 @@
+//! Durable jobs: what a submitted job must leave on disk to survive its
+//! coordinator, behind a small trait so that a shared database can take the
+//! embedded one's place later.
+//!
+//! A stored job is its request and problem, its solutions in the order they
+//! were found, and its latest *snapshot*: a consistent cut of the job (the
+//! solutions delivered, the statistics, and the remaining work as tasks with
+//! their skip counts) taken while none of its runs is going (see
+//! [`crate::service::pool::Pool::request_snapshot`]). Solutions are written
+//! as they come, ahead of the snapshot that commits them; only the first
+//! `committed` of a job are ever read, and a restart drops the rest, which
+//! the snapshot's tasks find again. So a job killed at any moment resumes
+//! with exactly what it had committed: nothing lost, nothing twice.
+
+pub mod codec;
+pub mod sqlite;
+
+use serde::{Deserialize, Serialize};
+
+use super::job::{JobId, SolutionIndices, Work};
+use crate::xcc::{Stats, Task};
+
+pub use sqlite::SqliteStore;
+
+/// Errors of a job store, each saying what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the job store {path}: {message}")]
+    Open { path: String, message: String },
+    #[error(
+        "the job store is damaged ({0}); restore it from a backup, or move it away to start empty"
+    )]
+    Corrupt(String),
+    #[error("the job store: {0}")]
+    Io(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> StoreError {
+        match error.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase) => {
+                StoreError::Corrupt(error.to_string())
+            }
+            _ => StoreError::Io(error.to_string()),
+        }
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// What a stored job was asked to do: enough to run it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredRequest {
+    pub limit: Option<u64>,
+    pub max_nodes: Option<u64>,
+    /// Solutions are counted, not stored.
+    pub count_only: bool,
+    /// The API key's name that made the job, if keys are on.
+    pub owner: Option<String>,
+    /// Seconds since the Unix epoch.
+    pub created_unix_seconds: f64,
+}
+
+/// A task of a snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredWork {
+    pub task: Task,
+    pub skip: u64,
+    pub attempts: u32,
+}
+
+impl From<&Work> for StoredWork {
+    fn from(work: &Work) -> StoredWork {
+        StoredWork {
+            task: work.task.clone(),
+            skip: work.skip,
+            attempts: work.attempts,
+        }
+    }
+}
+
+impl From<StoredWork> for Work {
+    fn from(stored: StoredWork) -> Work {
+        Work {
+            task: stored.task,
+            skip: stored.skip,
+            attempts: stored.attempts,
+        }
+    }
+}
+
+/// A consistent cut of a running job (see the module's documentation).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Solutions delivered: the first this many stored ones are the job's.
+    pub solutions: u64,
+    pub stats: Stats,
+    /// The work left, in queue order.
+    pub tasks: Vec<StoredWork>,
+    /// The share of the tree explored (for progress).
+    pub finished_weight: f64,
+    pub tasks_done: u64,
+}
+
+impl Snapshot {
+    /// A job that has not started.
+    pub fn fresh() -> Snapshot {
+        Snapshot {
+            solutions: 0,
+            stats: Stats::default(),
+            tasks: vec![StoredWork::from(&Work::new(Task::root()))],
+            finished_weight: 0.0,
+            tasks_done: 0,
+        }
+    }
+}
+
+/// A new job for the store.
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    pub id: JobId,
+    pub request: StoredRequest,
+    /// The problem, as `ProblemData` of the cluster protocol (encoded):
+    /// the DLX text or the puzzle, with the digest that names it.
+    pub problem: Vec<u8>,
+}
+
+/// One change to a stored job; a batch of them is written at once.
+#[derive(Debug, Clone)]
+pub enum Write {
+    /// Solutions found, the first of them with index `first` in the job.
+    Solutions {
+        first: u64,
+        solutions: Vec<SolutionIndices>,
+    },
+    /// A snapshot, which commits the solutions before it.
+    Snapshot(Snapshot),
+    /// The job ended; `message` is its final `xccd.v1.Job` (encoded).
+    Ended { solutions: u64, message: Vec<u8> },
+}
+
+/// A stored job as a restart or a reader finds it.
+#[derive(Debug, Clone)]
+pub struct StoredJob {
+    pub id: JobId,
+    pub request: StoredRequest,
+    pub problem: Vec<u8>,
+    /// Solutions of the job readable now.
+    pub committed: u64,
+    /// The latest snapshot (of an unfinished job).
+    pub snapshot: Option<Snapshot>,
+    /// The final job message (of an ended job).
+    pub ended: Option<Vec<u8>>,
+    /// Bytes its solutions take.
+    pub bytes: u64,
+}
+
+/// Where durable jobs live.
+pub trait JobStore: Send + Sync {
+    /// The largest job id ever stored (0 if none): new ids go above it.
+    fn max_job_id(&self) -> StoreResult<JobId>;
+    /// Records a new job, with a fresh snapshot.
+    fn create(&self, job: &NewJob) -> StoreResult<()>;
+    /// Applies `writes` to job `id` at once (all or nothing). Returns the
+    /// bytes the job's solutions take after them.
+    fn apply(&self, id: JobId, writes: &[Write]) -> StoreResult<u64>;
+    /// The jobs that had not ended, each with its latest snapshot; the
+    /// solutions stored beyond a snapshot are dropped (its tasks find them
+    /// again).
+    fn resume(&self) -> StoreResult<Vec<StoredJob>>;
+    /// A stored job, without its solutions.
+    fn get(&self, id: JobId) -> StoreResult<Option<StoredJob>>;
+    /// Every stored job, in the order of their ids.
+    fn list(&self) -> StoreResult<Vec<StoredJob>>;
+    /// Up to `max` committed solutions of job `id` from index `from` on.
+    fn solutions(&self, id: JobId, from: u64, max: usize) -> StoreResult<Vec<SolutionIndices>>;
+    /// Forgets a job and its solutions; false if there was none.
+    fn delete(&self, id: JobId) -> StoreResult<bool>;
+    /// Bytes that all stored solutions take.
+    fn total_bytes(&self) -> StoreResult<u64>;
+}

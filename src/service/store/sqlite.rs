@@ -1,0 +1,464 @@
+//! The embedded job store: one SQLite file (`jobs.sqlite`) in the data
+//! directory, through `rusqlite` with SQLite built in, so that nothing else
+//! needs installing.
+//!
+//! Why SQLite: a committed transaction survives a killed process (write-ahead
+//! log), a damaged file is detected (`quick_check` at open, and page checks
+//! on every read), it is the most widely deployed store there is, and anyone
+//! can inspect or back up a data directory with the `sqlite3` shell. The
+//! file is opened in exclusive locking mode: a second coordinator on the
+//! same directory is refused at start instead of corrupting the first's
+//! jobs.
+//!
+//! Solutions are stored in chunks (one row per batch written), in the
+//! compact form of [`super::codec`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::{
+    codec, JobStore, NewJob, Snapshot, StoreError, StoreResult, StoredJob, StoredRequest, Write,
+};
+use crate::run::SolutionIndices;
+use crate::service::job::JobId;
+use crate::service::sync::Locked;
+
+/// The schema this build reads and writes.
+const SCHEMA: &str = "xccd-jobs-1";
+/// Bytes a chunk row costs beside its solutions, roughly.
+const CHUNK_OVERHEAD: u64 = 24;
+
+pub struct SqliteStore {
+    connection: Mutex<Connection>,
+    path: PathBuf,
+}
+
+fn json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("store records serialize")
+}
+
+fn parse<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> StoreResult<T> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the store in `dir`.
+    pub fn open(dir: &Path) -> StoreResult<SqliteStore> {
+        let path = dir.join("jobs.sqlite");
+        let open_error = |message: String| StoreError::Open {
+            path: path.display().to_string(),
+            message,
+        };
+        std::fs::create_dir_all(dir).map_err(|e| {
+            open_error(format!(
+                "cannot create the data directory {}: {e}",
+                dir.display()
+            ))
+        })?;
+        // SQLite takes an empty file for a new store: one that had jobs and
+        // was truncated to nothing must not start empty and silent.
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
+            return Err(StoreError::Corrupt(format!(
+                "{} is empty (truncated?)",
+                path.display()
+            )));
+        }
+        let connection = Connection::open(&path).map_err(|e| open_error(e.to_string()))?;
+        let busy = |e: rusqlite::Error| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                open_error(
+                    "another xccd process uses this data directory (only one coordinator may); \
+                     stop it or give this one its own --data-dir"
+                        .into(),
+                )
+            }
+            _ => StoreError::from(e),
+        };
+        connection
+            .execute_batch("PRAGMA locking_mode = EXCLUSIVE;")
+            .map_err(busy)?;
+        let mode: String = connection
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .map_err(busy)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(open_error(format!(
+                "cannot use a write-ahead log (journal mode {mode})"
+            )));
+        }
+        connection
+            .execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+            .map_err(busy)?;
+        let check: String = connection
+            .query_row("PRAGMA quick_check", [], |row| row.get(0))
+            .map_err(busy)?;
+        if check != "ok" {
+            return Err(StoreError::Corrupt(format!("{}: {check}", path.display())));
+        }
+        connection.execute_batch(
+            "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS jobs (
+                 id INTEGER PRIMARY KEY,
+                 request TEXT NOT NULL,
+                 problem BLOB NOT NULL,
+                 committed INTEGER NOT NULL,
+                 written INTEGER NOT NULL,
+                 snapshot TEXT,
+                 ended BLOB,
+                 bytes INTEGER NOT NULL);
+             CREATE TABLE IF NOT EXISTS solutions (
+                 job INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+                 first INTEGER NOT NULL,
+                 count INTEGER NOT NULL,
+                 data BLOB NOT NULL);
+             CREATE UNIQUE INDEX IF NOT EXISTS solutions_by_job ON solutions(job, first);",
+        )?;
+        let schema: Option<String> = connection
+            .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |row| {
+                row.get(0)
+            })
+            .optional()?;
+        match schema {
+            None => {
+                connection.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema', ?1)",
+                    [SCHEMA],
+                )?;
+            }
+            Some(found) if found == SCHEMA => {}
+            Some(found) => {
+                return Err(open_error(format!(
+                    "it holds jobs of schema {found}, and this xccd reads {SCHEMA}"
+                )))
+            }
+        }
+        Ok(SqliteStore {
+            connection: Mutex::new(connection),
+            path,
+        })
+    }
+
+    /// The store's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn row_to_job(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawJob> {
+    Ok(RawJob {
+        id: row.get(0)?,
+        request: row.get(1)?,
+        problem: row.get(2)?,
+        committed: row.get(3)?,
+        snapshot: row.get(4)?,
+        ended: row.get(5)?,
+        bytes: row.get(6)?,
+    })
+}
+
+const JOB_COLUMNS: &str = "id, request, problem, committed, snapshot, ended, bytes";
+
+struct RawJob {
+    id: i64,
+    request: String,
+    problem: Vec<u8>,
+    committed: i64,
+    snapshot: Option<String>,
+    ended: Option<Vec<u8>>,
+    bytes: i64,
+}
+
+impl RawJob {
+    fn parse(self) -> StoreResult<StoredJob> {
+        let what = format!("job {}", self.id);
+        Ok(StoredJob {
+            id: self.id as JobId,
+            request: parse::<StoredRequest>(&self.request, &what)?,
+            problem: self.problem,
+            committed: self.committed as u64,
+            snapshot: self
+                .snapshot
+                .as_deref()
+                .map(|s| parse::<Snapshot>(s, &what))
+                .transpose()?,
+            ended: self.ended,
+            bytes: self.bytes as u64,
+        })
+    }
+}
+
+/// Reads `(first, count, data)` chunks of a job from the one holding
+/// solution `from` on.
+fn chunks(
+    connection: &Connection,
+    id: JobId,
+    from: u64,
+    limit: usize,
+) -> StoreResult<Vec<(u64, u64, Vec<u8>)>> {
+    let mut out = Vec::new();
+    let start: Option<(i64, i64, Vec<u8>)> = connection
+        .query_row(
+            "SELECT first, count, data FROM solutions WHERE job = ?1 AND first <= ?2
+             ORDER BY first DESC LIMIT 1",
+            params![id as i64, from as i64],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .optional()?;
+    let mut after = from as i64;
+    if let Some((first, count, data)) = start {
+        if (first + count) as u64 > from {
+            out.push((first as u64, count as u64, data));
+        }
+    } else {
+        after = -1;
+    }
+    let mut statement = connection.prepare_cached(
+        "SELECT first, count, data FROM solutions WHERE job = ?1 AND first > ?2
+         ORDER BY first LIMIT ?3",
+    )?;
+    let rows = statement.query_map(params![id as i64, after, limit as i64], |row| {
+        Ok((
+            row.get::<_, i64>(0)? as u64,
+            row.get::<_, i64>(1)? as u64,
+            row.get::<_, Vec<u8>>(2)?,
+        ))
+    })?;
+    for row in rows {
+        out.push(row?);
+    }
+    Ok(out)
+}
+
+impl JobStore for SqliteStore {
+    fn max_job_id(&self) -> StoreResult<JobId> {
+        let connection = self.connection.locked();
+        let max: Option<i64> =
+            connection.query_row("SELECT MAX(id) FROM jobs", [], |row| row.get(0))?;
+        Ok(max.unwrap_or(0) as JobId)
+    }
+
+    fn create(&self, job: &NewJob) -> StoreResult<()> {
+        let connection = self.connection.locked();
+        connection.execute(
+            "INSERT INTO jobs (id, request, problem, committed, written, snapshot, ended, bytes)
+             VALUES (?1, ?2, ?3, 0, 0, ?4, NULL, 0)",
+            params![
+                job.id as i64,
+                json(&job.request),
+                job.problem,
+                json(&Snapshot::fresh())
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn apply(&self, id: JobId, writes: &[Write]) -> StoreResult<u64> {
+        let mut connection = self.connection.locked();
+        let tx = connection.transaction()?;
+        let (mut committed, mut written, mut bytes): (i64, i64, i64) = tx
+            .query_row(
+                "SELECT committed, written, bytes FROM jobs WHERE id = ?1",
+                [id as i64],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::Io(format!("job {id} is not in the store")))?;
+        let mut snapshot = None;
+        let mut ended = None;
+        for write in writes {
+            match write {
+                Write::Solutions { first, solutions } => {
+                    if *first != written as u64 {
+                        return Err(StoreError::Io(format!(
+                            "job {id}: solutions from {first} written after {written}"
+                        )));
+                    }
+                    if solutions.is_empty() {
+                        continue;
+                    }
+                    let mut data = Vec::with_capacity(solutions.len() * 16);
+                    for solution in solutions {
+                        codec::encode(&mut data, solution);
+                    }
+                    tx.execute(
+                        "INSERT INTO solutions (job, first, count, data) VALUES (?1, ?2, ?3, ?4)",
+                        params![id as i64, written, solutions.len() as i64, data],
+                    )?;
+                    written += solutions.len() as i64;
+                    bytes += (data.len() as u64 + CHUNK_OVERHEAD) as i64;
+                }
+                Write::Snapshot(s) => {
+                    committed = committed.max((s.solutions as i64).min(written));
+                    snapshot = Some(json(s));
+                }
+                Write::Ended { solutions, message } => {
+                    committed = (*solutions as i64).min(written);
+                    ended = Some(message.clone());
+                }
+            }
+        }
+        if let Some(message) = ended {
+            tx.execute(
+                "UPDATE jobs SET committed = ?2, written = ?3, bytes = ?4, snapshot = NULL,
+                 ended = ?5 WHERE id = ?1",
+                params![id as i64, committed, written, bytes, message],
+            )?;
+        } else if let Some(snapshot) = snapshot {
+            tx.execute(
+                "UPDATE jobs SET committed = ?2, written = ?3, bytes = ?4, snapshot = ?5
+                 WHERE id = ?1",
+                params![id as i64, committed, written, bytes, snapshot],
+            )?;
+        } else {
+            tx.execute(
+                "UPDATE jobs SET written = ?2, bytes = ?3 WHERE id = ?1",
+                params![id as i64, written, bytes],
+            )?;
+        }
+        tx.commit()?;
+        Ok(bytes as u64)
+    }
+
+    fn resume(&self) -> StoreResult<Vec<StoredJob>> {
+        let mut connection = self.connection.locked();
+        let tx = connection.transaction()?;
+        let raw: Vec<RawJob> = {
+            let mut statement = tx.prepare(&format!(
+                "SELECT {JOB_COLUMNS} FROM jobs WHERE ended IS NULL ORDER BY id"
+            ))?;
+            let rows = statement.query_map([], row_to_job)?;
+            rows.collect::<Result<_, _>>()?
+        };
+        let mut jobs = Vec::new();
+        for raw in raw {
+            let mut job = raw.parse()?;
+            if job.snapshot.is_none() {
+                return Err(StoreError::Corrupt(format!(
+                    "job {} has neither a snapshot nor an end",
+                    job.id
+                )));
+            }
+            let id = job.id as i64;
+            let committed = job.committed as i64;
+            // Solutions written after the last snapshot: its tasks find them
+            // again. A chunk that straddles it keeps its committed part.
+            let straddling: Option<(i64, i64, Vec<u8>)> = tx
+                .query_row(
+                    "SELECT first, count, data FROM solutions
+                     WHERE job = ?1 AND first < ?2 AND first + count > ?2",
+                    params![id, committed],
+                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+                )
+                .optional()?;
+            if let Some((first, count, data)) = straddling {
+                let mut solutions = codec::decode(&data, count as usize)?;
+                solutions.truncate((committed - first) as usize);
+                let mut kept = Vec::new();
+                for solution in &solutions {
+                    codec::encode(&mut kept, solution);
+                }
+                tx.execute(
+                    "UPDATE solutions SET count = ?3, data = ?4 WHERE job = ?1 AND first = ?2",
+                    params![id, first, solutions.len() as i64, kept],
+                )?;
+            }
+            tx.execute(
+                "DELETE FROM solutions WHERE job = ?1 AND first >= ?2",
+                params![id, committed],
+            )?;
+            let bytes: i64 = tx.query_row(
+                "SELECT COALESCE(SUM(LENGTH(data)), 0) + COUNT(*) * ?2 FROM solutions WHERE job = ?1",
+                params![id, CHUNK_OVERHEAD as i64],
+                |row| row.get(0),
+            )?;
+            tx.execute(
+                "UPDATE jobs SET written = committed, bytes = ?2 WHERE id = ?1",
+                params![id, bytes],
+            )?;
+            job.bytes = bytes as u64;
+            jobs.push(job);
+        }
+        tx.commit()?;
+        Ok(jobs)
+    }
+
+    fn get(&self, id: JobId) -> StoreResult<Option<StoredJob>> {
+        let connection = self.connection.locked();
+        connection
+            .query_row(
+                &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1"),
+                [id as i64],
+                row_to_job,
+            )
+            .optional()?
+            .map(RawJob::parse)
+            .transpose()
+    }
+
+    fn list(&self) -> StoreResult<Vec<StoredJob>> {
+        let connection = self.connection.locked();
+        let mut statement =
+            connection.prepare(&format!("SELECT {JOB_COLUMNS} FROM jobs ORDER BY id"))?;
+        let raw: Vec<RawJob> = statement
+            .query_map([], row_to_job)?
+            .collect::<Result<_, _>>()?;
+        raw.into_iter().map(RawJob::parse).collect()
+    }
+
+    fn solutions(&self, id: JobId, from: u64, max: usize) -> StoreResult<Vec<SolutionIndices>> {
+        let connection = self.connection.locked();
+        let committed: Option<i64> = connection
+            .query_row(
+                "SELECT committed FROM jobs WHERE id = ?1",
+                [id as i64],
+                |row| row.get(0),
+            )
+            .optional()?;
+        let Some(committed) = committed else {
+            return Ok(Vec::new());
+        };
+        let end = (committed as u64).min(from.saturating_add(max as u64));
+        let mut out = Vec::new();
+        let mut next = from;
+        while next < end {
+            let got = chunks(&connection, id, next, 64)?;
+            if got.is_empty() {
+                return Err(StoreError::Corrupt(format!(
+                    "job {id}: solution {next} is missing"
+                )));
+            }
+            for (first, count, data) in got {
+                if first > next {
+                    return Err(StoreError::Corrupt(format!(
+                        "job {id}: solutions {next}..{first} are missing"
+                    )));
+                }
+                let solutions = codec::decode(&data, count as usize)?;
+                let skip = (next - first) as usize;
+                let take = ((end - next) as usize).min(solutions.len().saturating_sub(skip));
+                out.extend(solutions.into_iter().skip(skip).take(take));
+                next += take as u64;
+                if next >= end {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn delete(&self, id: JobId) -> StoreResult<bool> {
+        let connection = self.connection.locked();
+        let deleted = connection.execute("DELETE FROM jobs WHERE id = ?1", [id as i64])?;
+        Ok(deleted > 0)
+    }
+
+    fn total_bytes(&self) -> StoreResult<u64> {
+        let connection = self.connection.locked();
+        let bytes: i64 =
+            connection.query_row("SELECT COALESCE(SUM(bytes), 0) FROM jobs", [], |row| {
+                row.get(0)
+            })?;
+        Ok(bytes as u64)
+    }
+}

@@ -1,0 +1,521 @@
+//! Durable jobs: a job submitted to a server with a data directory ends with
+//! exactly the solutions of an uninterrupted run, however often its server
+//! is killed (`kill -9`, a real process) and started again on the same
+//! directory, with local threads or remote workers; its solutions read back
+//! in pages and from an index; a damaged store stops the start with a clear
+//! error. Kill moments are random (the seed is printed; set
+//! `XCCD_DURABLE_SEED` to replay one).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::rng::Rng;
+use tonic::transport::Channel;
+use tonic::Code;
+use xccd::service::proto as pb;
+use xccd::xcc::{dlx_format, Collect, RunConfig, Solver, Task};
+
+type Client = pb::solver_service_client::SolverServiceClient<Channel>;
+
+const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
+const TOKEN: &str = "durable-test-worker-token";
+
+fn instance(name: &str) -> String {
+    let path = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/bench/instances"
+    ))
+    .join(format!("{name}.dlx"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every solution, from the engine in this process (options ascending).
+fn all_solutions(text: &str) -> BTreeSet<Vec<u32>> {
+    let problem = dlx_format::parse(text).expect("instances parse");
+    let mut collect = Collect::default();
+    Solver::new(&problem)
+        .run(&Task::root(), &RunConfig::default(), &mut collect)
+        .expect("the root task is valid");
+    collect
+        .solutions
+        .iter()
+        .map(|s| {
+            let mut s: Vec<u32> = s.iter().map(|&o| o as u32).collect();
+            s.sort_unstable();
+            s
+        })
+        .collect()
+}
+
+fn seed() -> u64 {
+    let seed = std::env::var("XCCD_DURABLE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("XCCD_DURABLE_SEED={seed}");
+    seed
+}
+
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// An `xccd serve` or `xccd worker` process, killed when dropped.
+struct Process {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Process {
+    fn spawn(name: &str, args: &[String]) -> Process {
+        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("durable-{name}.log"));
+        let child = Command::new(XCCD)
+            .args(args)
+            .env("RUST_LOG", "info")
+            .env("XCCD_WORKER_TOKEN", TOKEN)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&log)
+                    .expect("a log file"),
+            )
+            .spawn()
+            .expect("start xccd");
+        Process { child, log }
+    }
+
+    /// SIGKILL: no snapshot, no goodbye.
+    fn kill9(mut self) {
+        self.child.kill().expect("kill -9");
+        self.child.wait().expect("reap");
+    }
+
+    /// SIGTERM, and wait for the process to end.
+    fn terminate(mut self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+        let start = Instant::now();
+        while self.child.try_wait().expect("wait").is_none() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "no exit 30 s after SIGTERM; log: {}",
+                self.log.display()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(name: &str, dir: &Path, listen: SocketAddr, extra: &[&str]) -> Process {
+    let mut args: Vec<String> = [
+        "serve",
+        "--listen",
+        &listen.to_string(),
+        "--data-dir",
+        &dir.display().to_string(),
+        "--snapshot-interval",
+        "0.1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    Process::spawn(name, &args)
+}
+
+async fn connect(addr: SocketAddr, server: &mut Process) -> Client {
+    let start = Instant::now();
+    loop {
+        if let Ok(Some(status)) = server.child.try_wait() {
+            panic!(
+                "the server exited ({status}) before serving; log: {}",
+                server.log.display()
+            );
+        }
+        if let Ok(channel) = Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+        {
+            return Client::new(channel).max_decoding_message_size(64 << 20);
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the server does not serve"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn submit(client: &mut Client, text: &str) -> String {
+    client
+        .submit_job(pb::SubmitJobRequest {
+            problem: Some(pb::Problem {
+                source: Some(pb::problem::Source::Dlx(text.to_string())),
+            }),
+            ..Default::default()
+        })
+        .await
+        .expect("SubmitJob")
+        .into_inner()
+        .job_id
+}
+
+async fn get(client: &mut Client, job: &str) -> pb::Job {
+    client
+        .get_job(pb::GetJobRequest {
+            job_id: job.to_string(),
+            max_solutions: 1,
+        })
+        .await
+        .expect("GetJob")
+        .into_inner()
+        .job
+        .expect("a job")
+}
+
+async fn wait_done(client: &mut Client, job: &str, limit: Duration) -> pb::Job {
+    let start = Instant::now();
+    loop {
+        let message = get(client, job).await;
+        if message.state == pb::JobState::Done as i32 {
+            return message;
+        }
+        assert!(start.elapsed() < limit, "{job} not done within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Every stored solution of `job`, read in pages of `page` solutions.
+async fn read_all(client: &mut Client, job: &str, page: u32) -> Vec<Vec<u32>> {
+    let mut out = Vec::new();
+    let mut token = String::new();
+    loop {
+        let response = client
+            .list_job_solutions(pb::ListJobSolutionsRequest {
+                job_id: job.to_string(),
+                page_size: page,
+                page_token: token.clone(),
+                include_option_text: false,
+            })
+            .await
+            .expect("ListJobSolutions")
+            .into_inner();
+        assert_eq!(response.first_index, out.len() as u64);
+        out.extend(response.solutions.into_iter().map(|s| s.option_indices));
+        if response.next_page_token.is_empty() {
+            return out;
+        }
+        token = response.next_page_token;
+    }
+}
+
+/// Requires the job's stored solutions to be exactly `expected`, once each.
+async fn check_exact(client: &mut Client, job: &str, expected: &BTreeSet<Vec<u32>>) {
+    let done = wait_done(client, job, Duration::from_secs(120)).await;
+    let summary = done.summary.expect("a summary");
+    assert_eq!(
+        summary.reason,
+        pb::EndReason::Complete as i32,
+        "{summary:?}"
+    );
+    assert_eq!(summary.solutions, expected.len() as u64);
+    assert_eq!(done.stored_solutions, expected.len() as u64);
+    let stored = read_all(client, job, 50_000).await;
+    assert_eq!(
+        stored.len(),
+        expected.len(),
+        "stored solutions, duplicates included"
+    );
+    let set: BTreeSet<Vec<u32>> = stored.into_iter().collect();
+    assert_eq!(&set, expected, "the stored solution set");
+}
+
+/// Kills the server (`kill -9`, or SIGTERM on the last round) at random
+/// moments of the job, restarting it on the same directory each time.
+async fn kill_and_restart(
+    rng: &mut Rng,
+    rounds: usize,
+    mut start: impl FnMut(usize) -> Process,
+    addr: SocketAddr,
+    text: &str,
+) -> (Process, Client, String) {
+    let mut server = start(0);
+    let mut client = connect(addr, &mut server).await;
+    let job = submit(&mut client, text).await;
+    for round in 1..=rounds {
+        let delay = 30 + rng.below(400) as u64;
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        let before = get(&mut client, &job).await;
+        eprintln!(
+            "round {round}: stopping after {delay} ms with {} solutions stored",
+            before.stored_solutions
+        );
+        if round == rounds && rng.chance(50) {
+            server.terminate();
+        } else {
+            server.kill9();
+        }
+        server = start(round);
+        client = connect(addr, &mut server).await;
+        let after = get(&mut client, &job).await;
+        assert!(
+            after.stored_solutions >= before.stored_solutions,
+            "a restart lost committed solutions: {} before, {} after",
+            before.stored_solutions,
+            after.stored_solutions
+        );
+    }
+    (server, client, job)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_killed_at_random_moments_ends_exact_on_local_threads() {
+    let mut rng = Rng::new(seed());
+    let text = instance("queens14");
+    let expected = all_solutions(&text);
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_port();
+    let (server, mut client, job) = kill_and_restart(
+        &mut rng,
+        4,
+        |round| {
+            serve(
+                &format!("local-{round}"),
+                dir.path(),
+                addr,
+                &["--threads", "2"],
+            )
+        },
+        addr,
+        &text,
+    )
+    .await;
+    check_exact(&mut client, &job, &expected).await;
+    drop(server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_killed_at_random_moments_ends_exact_on_remote_workers() {
+    let mut rng = Rng::new(seed());
+    let text = instance("langford12");
+    let expected = all_solutions(&text);
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_port();
+    let workers_at = free_port();
+    let workers: Vec<Process> = (0..2)
+        .map(|i| {
+            Process::spawn(
+                &format!("worker-{i}"),
+                &[
+                    "worker".to_string(),
+                    "--coordinator".to_string(),
+                    format!("http://{workers_at}"),
+                    "--threads".to_string(),
+                    "1".to_string(),
+                ],
+            )
+        })
+        .collect();
+    let (server, mut client, job) = kill_and_restart(
+        &mut rng,
+        3,
+        |round| {
+            serve(
+                &format!("coordinator-{round}"),
+                dir.path(),
+                addr,
+                &["--threads", "0", "--worker-listen", &workers_at.to_string()],
+            )
+        },
+        addr,
+        &text,
+    )
+    .await;
+    check_exact(&mut client, &job, &expected).await;
+    drop(server);
+    drop(workers);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_solutions_page_watch_from_an_index_and_delete() {
+    let text = instance("queens10");
+    let expected = all_solutions(&text);
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_port();
+    let mut server = serve("pages", dir.path(), addr, &["--threads", "2"]);
+    let mut client = connect(addr, &mut server).await;
+    let job = submit(&mut client, &text).await;
+    check_exact(&mut client, &job, &expected).await;
+
+    // Pages of 7 give the same sequence as one page.
+    let whole = read_all(&mut client, &job, 100_000).await;
+    assert_eq!(read_all(&mut client, &job, 7).await, whole);
+
+    // A watcher starting at solution 700 gets the rest, in the same order.
+    let mut stream = client
+        .watch_job(pb::WatchJobRequest {
+            job_id: job.clone(),
+            include_solutions: true,
+            from_solution: 700,
+            ..Default::default()
+        })
+        .await
+        .expect("WatchJob")
+        .into_inner();
+    let mut watched = Vec::new();
+    let mut summary = None;
+    while let Some(message) = stream.message().await.expect("a watch message") {
+        match message.event {
+            Some(pb::watch_job_response::Event::Solutions(batch)) => {
+                watched.extend(batch.solutions.into_iter().map(|s| s.option_indices))
+            }
+            Some(pb::watch_job_response::Event::Summary(s)) => summary = Some(s),
+            _ => {}
+        }
+    }
+    assert_eq!(watched, whole[700..].to_vec());
+    assert_eq!(summary.expect("a summary").solutions, 724);
+
+    // Bad tokens name the field.
+    let bad = client
+        .list_job_solutions(pb::ListJobSolutionsRequest {
+            job_id: job.clone(),
+            page_token: "999.5".into(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("another job's token");
+    assert_eq!(bad.code(), Code::InvalidArgument);
+    assert!(bad.message().contains("page_token"), "{}", bad.message());
+
+    // The job survives a restart as an ended job, then DeleteJob forgets it.
+    server.kill9();
+    let mut server = serve("pages-2", dir.path(), addr, &["--threads", "2"]);
+    let mut client = connect(addr, &mut server).await;
+    assert_eq!(read_all(&mut client, &job, 1000).await, whole);
+    let listed = client
+        .list_jobs(pb::ListJobsRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.jobs.iter().any(|j| j.job_id == job && j.durable));
+    client
+        .delete_job(pb::DeleteJobRequest {
+            job_id: job.clone(),
+        })
+        .await
+        .expect("DeleteJob");
+    let gone = client
+        .get_job(pb::GetJobRequest {
+            job_id: job.clone(),
+            max_solutions: 0,
+        })
+        .await
+        .expect_err("deleted");
+    assert_eq!(gone.code(), Code::NotFound);
+    // A new job's id is not the deleted one's.
+    let next = submit(&mut client, &instance("queens8")).await;
+    assert_ne!(next, job);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_past_its_byte_limit_fails_naming_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_port();
+    let mut server = serve(
+        "limit",
+        dir.path(),
+        addr,
+        &["--threads", "1", "--max-job-store-bytes", "20000"],
+    );
+    let mut client = connect(addr, &mut server).await;
+    let job = submit(&mut client, &instance("queens11")).await;
+    let done = wait_done(&mut client, &job, Duration::from_secs(60)).await;
+    let summary = done.summary.expect("a summary");
+    assert_eq!(summary.reason, pb::EndReason::Failed as i32);
+    assert!(
+        summary.error.contains("--max-job-store-bytes"),
+        "{}",
+        summary.error
+    );
+    assert!(done.stored_solutions < 2680);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_store_stops_the_start_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_port();
+    let mut server = serve("damage", dir.path(), addr, &["--threads", "2"]);
+    let mut client = connect(addr, &mut server).await;
+    let job = submit(&mut client, &instance("queens12")).await;
+    wait_done(&mut client, &job, Duration::from_secs(60)).await;
+    server.terminate();
+    let file = dir.path().join("jobs.sqlite");
+    let good = std::fs::read(&file).expect("the store file");
+    assert!(good.len() > 100_000, "{} bytes", good.len());
+    let damages: Vec<(&str, Vec<u8>)> = vec![
+        ("truncated to half", good[..good.len() / 2].to_vec()),
+        ("truncated to nothing", Vec::new()),
+        ("pages overwritten", {
+            let mut bad = good.clone();
+            for byte in &mut bad[8192..40_960] {
+                *byte = 0x5a;
+            }
+            bad
+        }),
+        (
+            "not a store at all",
+            b"these are not the jobs you are looking for\n".repeat(200),
+        ),
+    ];
+    for (what, bytes) in damages {
+        std::fs::write(&file, &bytes).unwrap();
+        let output = Command::new(XCCD)
+            .args([
+                "serve",
+                "--listen",
+                &free_port().to_string(),
+                "--threads",
+                "1",
+            ])
+            .args(["--data-dir", &dir.path().display().to_string()])
+            .output()
+            .expect("run xccd serve");
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !output.status.success(),
+            "{what}: the server started; {err}"
+        );
+        assert!(
+            err.contains("job store") && (err.contains("damaged") || err.contains("empty")),
+            "{what}: {err}"
+        );
+    }
+}
