@@ -123,6 +123,125 @@ pub fn run(dir: &Path, filter: Option<&str>) -> Result<(), CliError> {
     if wanted("latency") {
         runtime.block_on(latency(dir))?;
     }
+    if wanted("durable") {
+        runtime.block_on(durability(dir))?;
+    }
+    Ok(())
+}
+
+/// Runs a submitted job to its end through `server`; returns its seconds
+/// and message.
+async fn submitted(
+    server: &xccd::service::server::RunningServer,
+    text: &str,
+) -> Result<(f64, pb::Job), CliError> {
+    let failed = |e: tonic::Status| CliError::Failed(e.to_string());
+    let mut client = client(server.addr).await?;
+    let start = Instant::now();
+    let job_id = client
+        .submit_job(pb::SubmitJobRequest {
+            problem: dlx(text.to_string()),
+            ..Default::default()
+        })
+        .await
+        .map_err(failed)?
+        .into_inner()
+        .job_id;
+    loop {
+        let job = client
+            .get_job(pb::GetJobRequest {
+                job_id: job_id.clone(),
+                max_solutions: 1,
+            })
+            .await
+            .map_err(failed)?
+            .into_inner()
+            .job
+            .unwrap_or_default();
+        if job.state == pb::JobState::Done as i32 {
+            return Ok((start.elapsed().as_secs_f64(), job));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// The cost of the job store: a submitted job with every solution stored
+/// against the same job kept in memory (its first 100 solutions), the
+/// bytes a stored solution takes on disk, and reading them all back.
+async fn durability(dir: &Path) -> Result<(), CliError> {
+    let name = "queens15";
+    let (_, text) = load(dir, name)?;
+    let memory_server = start_server(2).await?;
+    let (memory_s, memory_job) = submitted(&memory_server, &text).await?;
+    let _ = memory_server.shutdown().await;
+    let data = std::env::temp_dir().join(format!("xccd-bench-store-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    let server = start(ServeConfig {
+        data_dir: Some(data.clone()),
+        ..local_server_config(2)
+    })
+    .await
+    .map_err(|e| CliError::Failed(e.to_string()))?;
+    let (stored_s, job) = submitted(&server, &text).await?;
+    let solutions = job.summary.as_ref().map_or(0, |s| s.solutions);
+    let memory_solutions = memory_job.summary.as_ref().map_or(0, |s| s.solutions);
+    if job.stored_solutions != solutions || solutions != memory_solutions {
+        return Err(CliError::Failed(format!(
+            "{name}: {} stored of {solutions} found ({memory_solutions} in memory)",
+            job.stored_solutions
+        )));
+    }
+    let mut client = client(server.addr).await?;
+    let start = Instant::now();
+    let mut read = 0u64;
+    let mut token = String::new();
+    loop {
+        let page = client
+            .list_job_solutions(pb::ListJobSolutionsRequest {
+                job_id: job.job_id.clone(),
+                page_size: 100_000,
+                page_token: token,
+                include_option_text: false,
+            })
+            .await
+            .map_err(|e| CliError::Failed(e.to_string()))?
+            .into_inner();
+        read += page.solutions.len() as u64;
+        token = page.next_page_token;
+        if token.is_empty() {
+            break;
+        }
+    }
+    let read_s = start.elapsed().as_secs_f64();
+    let _ = server.shutdown().await;
+    let bytes: u64 = std::fs::read_dir(&data)
+        .map_err(|e| CliError::Failed(e.to_string()))?
+        .filter_map(|entry| entry.ok()?.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    let _ = std::fs::remove_dir_all(&data);
+    if read != solutions {
+        return Err(CliError::Failed(format!(
+            "{name}: read back {read} of {solutions} stored solutions"
+        )));
+    }
+    println!();
+    println!("durable jobs (SubmitJob, 2 workers): every solution stored vs kept in memory");
+    println!(
+        "{:<9} {:>10} {:>9} {:>9} {:>6} {:>11} {:>8} {:>10}",
+        "instance", "solutions", "memory s", "stored s", "ratio", "store bytes", "B/sol", "read s"
+    );
+    println!(
+        "{:<9} {:>10} {:>9.3} {:>9.3} {:>6.2} {:>11} {:>8.1} {:>10.3}",
+        name,
+        solutions,
+        memory_s,
+        stored_s,
+        stored_s / memory_s,
+        bytes,
+        bytes as f64 / solutions.max(1) as f64,
+        read_s
+    );
     Ok(())
 }
 

@@ -233,13 +233,41 @@ def test_job_queens8(pb, stub):
         elif kind == "summary":
             summaries.append(response.summary)
     assert len(summaries) == 1 and summaries[0].solutions == 92
-    got = stub.GetJob(pb.pb2.GetJobRequest(job_id=job_id), timeout=TIMEOUT)
+    # The server of these tests stores its jobs (--data-dir): a job keeps
+    # every solution, in the order found.
+    got = stub.GetJob(pb.pb2.GetJobRequest(job_id=job_id, max_solutions=10), timeout=TIMEOUT)
     assert got.job.state == pb.pb2.JOB_STATE_DONE
+    assert got.job.durable and got.job.stored_solutions == 92
     assert got.job.summary.solutions == 92
-    assert [tuple(s.option_indices) for s in got.solutions] == kept
-    assert len(kept) == 10 and len(set(kept)) == 10
+    assert [tuple(s.option_indices) for s in got.solutions] == kept[:10]
+    assert len(kept) == 92 and len(set(kept)) == 92
     for s in kept:
         assert_exact_cover("queens8", s)
+    # Read back in pages of 25, and watched again from solution 50.
+    paged, token = [], ""
+    while True:
+        page = stub.ListJobSolutions(
+            pb.pb2.ListJobSolutionsRequest(job_id=job_id, page_size=25, page_token=token),
+            timeout=TIMEOUT,
+        )
+        assert page.first_index == len(paged)
+        paged.extend(tuple(s.option_indices) for s in page.solutions)
+        token = page.next_page_token
+        if not token:
+            break
+    assert paged == kept
+    rest = []
+    for response in stub.WatchJob(
+        pb.pb2.WatchJobRequest(job_id=job_id, include_solutions=True, from_solution=50),
+        timeout=TIMEOUT,
+    ):
+        if response.WhichOneof("event") == "solutions":
+            rest.extend(tuple(s.option_indices) for s in response.solutions.solutions)
+    assert rest == kept[50:]
+    stub.DeleteJob(pb.pb2.DeleteJobRequest(job_id=job_id), timeout=TIMEOUT)
+    with pytest.raises(grpc.RpcError) as error:
+        stub.GetJob(pb.pb2.GetJobRequest(job_id=job_id), timeout=TIMEOUT)
+    assert error.value.code() == grpc.StatusCode.NOT_FOUND
 
 
 @pytest.mark.parametrize(
