@@ -84,7 +84,7 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
         let status = solver.solve(with_key(solve(), key)).await.unwrap_err();
         assert_eq!(status.code(), Code::Unauthenticated, "{key:?}");
         let status = solver
-            .list_jobs(with_key(pb::ListJobsRequest {}, key))
+            .list_jobs(with_key(pb::ListJobsRequest::default(), key))
             .await
             .unwrap_err();
         assert_eq!(status.code(), Code::Unauthenticated);
@@ -158,7 +158,7 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
         .await
         .expect_err("another's job cannot be watched");
     assert_eq!(status.code(), Code::NotFound);
-    let listed = |key| with_key(pb::ListJobsRequest {}, Some(key));
+    let listed = |key| with_key(pb::ListJobsRequest::default(), Some(key));
     let bobs = solver
         .list_jobs(listed(BOB))
         .await

@@ -2,8 +2,9 @@
 //! `deploy/k8s/base`) and its overlays `overlays/tls` (TLS on the API and on the workers'
 //! listener) and `overlays/mtls` (plus the workers' client certificates) render, hold the objects
 //! the cluster needs with the probes, ports, selectors, Secrets and network policy that fit
-//! together, and validate against Kubernetes' own schemas, offline and strictly; the Dockerfile is
-//! multi-stage and runs as a non-root user.
+//! together, and the coordinator's durable data directory (a StatefulSet with a claim), and
+//! validate against Kubernetes' own schemas, offline and strictly; the Dockerfile is multi-stage
+//! and runs as a non-root user.
 //!
 //! Tools: `kubectl` on PATH (for `kubectl kustomize`), and the PyPI package
 //! `kubernetes-validate` (pinned in tests/python/requirements.txt), found through
@@ -28,8 +29,9 @@ const MTLS: &str = "deploy/k8s/overlays/mtls";
 
 /// The objects of the base and of each overlay, as (kind, name). No Secret: the operator makes
 /// them (deploy/k8s/README.md), so that no token or key is in the repository.
-const OBJECTS: [(&str, &str); 7] = [
-    ("Deployment", "xccd-coordinator"),
+const OBJECTS: [(&str, &str); 8] = [
+    COORDINATOR,
+    ("Service", HEADLESS_SERVICE),
     ("Service", "xccd-coordinator"),
     ("Service", "xccd-coordinator-workers"),
     ("NetworkPolicy", "xccd-coordinator"),
@@ -37,6 +39,15 @@ const OBJECTS: [(&str, &str); 7] = [
     ("HorizontalPodAutoscaler", "xccd-worker"),
     ("PodDisruptionBudget", "xccd-worker"),
 ];
+
+/// The coordinator: one pod with its job store on a PersistentVolumeClaim.
+const COORDINATOR: (&str, &str) = ("StatefulSet", "xccd-coordinator");
+
+/// The coordinator StatefulSet's governing Service (its `serviceName`), headless.
+const HEADLESS_SERVICE: &str = "xccd-coordinator-headless";
+
+/// Where the coordinator's claim is mounted, its `--data-dir`.
+const DATA_DIR: &str = "/var/lib/xccd";
 
 /// The Secret that holds the workers' token, and its key.
 const TOKEN_SECRET: (&str, &str) = ("xccd-worker-token", "token");
@@ -289,7 +300,7 @@ fn item_with(block: &str, entry: &str) -> Option<String> {
         .find(|item| own(item).contains(&entry))
 }
 
-/// The (only) container of a Deployment.
+/// The (only) container of a Deployment or StatefulSet.
 fn container(deployment: &str, what: &str) -> String {
     let containers = section(deployment, "containers");
     let mut containers = sequence(&containers);
@@ -410,7 +421,7 @@ fn mounted_file(deployment: &str, path: &str, what: &str) -> (String, String) {
     (secret_name.to_string(), key)
 }
 
-/// The keys a Deployment's volume `name` takes from its Secret: its items (None: all of them).
+/// The keys a workload's volume `name` takes from its Secret: its items (None: all of them).
 fn projected_keys(deployment: &str, name: &str) -> Option<Vec<String>> {
     let volumes = section(deployment, "volumes");
     let volume = item_with(&volumes, &format!("name: {name}"))?;
@@ -422,6 +433,26 @@ fn projected_keys(deployment: &str, name: &str) -> Option<Vec<String>> {
             .map(|i| value(i, "key").unwrap().to_string())
             .collect(),
     )
+}
+
+/// The volumeClaimTemplates of a StatefulSet, as (name, template); none for a Deployment.
+fn claim_templates(workload: &str) -> Vec<(String, String)> {
+    let Some(templates) = field(workload, "spec").and_then(|s| field(&s, "volumeClaimTemplates"))
+    else {
+        return Vec::new();
+    };
+    sequence(&templates)
+        .into_iter()
+        .map(|template| {
+            let metadata = field(&template, "metadata").expect("a claim template's metadata");
+            let name = own(&metadata)
+                .iter()
+                .find_map(|l| l.strip_prefix("name: "))
+                .expect("a claim template's name")
+                .to_string();
+            (name, template)
+        })
+        .collect()
 }
 
 /// Every `key: value` line of `selector` is among the pod template's labels.
@@ -447,7 +478,8 @@ fn assert_selects_not(selector: &str, template_labels: &str, what: &str) {
 }
 
 /// The container's securityContext: non-root, read-only, no privilege escalation, no
-/// capabilities; and every volume it mounts is mounted read-only.
+/// capabilities; and every volume it mounts is mounted read-only, but for the claims of a
+/// StatefulSet's volumeClaimTemplates (the coordinator's data directory).
 fn assert_locked_down(deployment: &str, what: &str) {
     let contexts: Vec<String> = blocks(deployment, "securityContext")
         .into_iter()
@@ -484,20 +516,87 @@ fn assert_locked_down(deployment: &str, what: &str) {
             "{what}: the pod's securityContext lacks {line}:\n{pod}"
         );
     }
+    let claims = claim_templates(deployment);
+    let volumes = block(deployment, "volumes")
+        .map(|b| b.join("\n"))
+        .unwrap_or_default();
     for mount in block(deployment, "volumeMounts")
         .map(|b| sequence(&b.join("\n")))
         .unwrap_or_default()
     {
-        assert_eq!(
-            value(&mount, "readOnly"),
-            Some("true"),
-            "{what}: a writable mount:\n{mount}"
+        if value(&mount, "readOnly") == Some("true") {
+            continue;
+        }
+        let name = value(&mount, "name").expect("a mount names its volume");
+        assert!(
+            claims.iter().any(|(claim, _)| claim == name)
+                && item_with(&volumes, &format!("name: {name}")).is_none(),
+            "{what}: a writable mount of a volume that is not a volumeClaimTemplate's:\n{mount}"
         );
     }
     assert!(
         !deployment.contains("hostPath:") && !deployment.contains("privileged: true"),
         "{what}"
     );
+}
+
+/// The coordinator's data directory: `--data-dir` is where the container mounts, writable, the
+/// claim of the StatefulSet's only volumeClaimTemplate (ReadWriteOnce, 10Gi), owned by the pods'
+/// group (fsGroup) so that the non-root user can write it; the root filesystem stays read-only,
+/// and SQLite's temporary files go to the data directory.
+fn assert_data_dir(coordinator: &str, what: &str) {
+    let data_dir = arg(&args(coordinator, what), "--data-dir", what).to_string();
+    assert_eq!(data_dir, DATA_DIR, "{what}: --data-dir");
+    let claims = claim_templates(coordinator);
+    assert_eq!(
+        claims.len(),
+        1,
+        "{what}: one volumeClaimTemplate: {claims:?}"
+    );
+    let (claim, template) = &claims[0];
+    let mounts = section(&container(coordinator, what), "volumeMounts");
+    let mount = item_with(&mounts, &format!("name: {claim}"))
+        .unwrap_or_else(|| panic!("{what}: the claim {claim} is not mounted:\n{mounts}"));
+    assert_eq!(
+        value(&mount, "mountPath"),
+        Some(data_dir.as_str()),
+        "{what}: the claim {claim} is mounted where --data-dir points"
+    );
+    assert_ne!(value(&mount, "readOnly"), Some("true"), "{what}: {mount}");
+    assert!(value(&mount, "subPath").is_none(), "{what}: {mount}");
+    // Nothing else is mounted at or above the data directory.
+    for other in sequence(&mounts) {
+        let at = value(&other, "mountPath").unwrap();
+        assert!(
+            other == mount || !(data_dir == at || data_dir.starts_with(&format!("{at}/"))),
+            "{what}: {at} hides the data directory"
+        );
+    }
+    let claim_spec = field(template, "spec").expect("a claim template's spec");
+    assert_eq!(
+        items(&field(&claim_spec, "accessModes").expect("accessModes")),
+        ["ReadWriteOnce"],
+        "{what}: claim {claim}"
+    );
+    assert_eq!(
+        value(&section(&claim_spec, "requests"), "storage"),
+        Some("10Gi"),
+        "{what}: claim {claim}"
+    );
+    // The container's root filesystem stays read-only: the claim is the one place it writes.
+    let context = section(&container(coordinator, what), "securityContext");
+    assert!(
+        entries(&context).contains(&"readOnlyRootFilesystem: true"),
+        "{what}: {context}"
+    );
+    let pod = pod_security_context(coordinator, what);
+    assert!(
+        entries(&pod).contains(&format!("fsGroup: {UID}").as_str()),
+        "{what}: without fsGroup {UID} the data volume is root's, unwritable by user {UID}"
+    );
+    let tmpdir = env(coordinator, "SQLITE_TMPDIR", what)
+        .unwrap_or_else(|| panic!("{what}: no SQLITE_TMPDIR (/tmp is read-only)"));
+    assert_eq!(value(&tmpdir, "value"), Some(data_dir.as_str()), "{what}");
 }
 
 /// The container's variable XCCD_WORKER_TOKEN comes from the token's Secret, never a value.
@@ -563,21 +662,46 @@ fn assert_common(yaml: &str, dir: &str, scheme: &str) {
         );
     }
 
-    // The coordinator: one pod, never two, serving the API, the metrics and the workers'
-    // listener, each on its own port.
-    let coordinator = object(&docs, "Deployment", "xccd-coordinator");
+    // The coordinator: a StatefulSet of one pod, never two, serving the API, the metrics and
+    // the workers' listener, each on its own port, with its job store on its own claim.
+    let coordinator = object(&docs, COORDINATOR.0, COORDINATOR.1);
     let what = format!("{dir}: coordinator");
     let what = what.as_str();
+    assert!(
+        !docs
+            .iter()
+            .any(|d| d.lines().any(|l| l == "kind: Deployment")
+                && d.contains("\n  name: xccd-coordinator\n")),
+        "{what}: a Deployment next to the StatefulSet"
+    );
     assert_eq!(value(coordinator, "apiVersion"), Some("apps/v1"));
-    assert_eq!(value(coordinator, "replicas"), Some("1"));
+    let spec = field(coordinator, "spec").expect("a spec");
     assert_eq!(
-        value(&section(coordinator, "strategy"), "type"),
-        Some("Recreate")
+        own(&spec).iter().find_map(|l| l.strip_prefix("replicas: ")),
+        Some("1"),
+        "{what}: one replica (the store takes one coordinator)"
     );
     assert_eq!(
-        value(coordinator, "terminationGracePeriodSeconds"),
-        Some("30")
+        field(&spec, "updateStrategy")
+            .as_deref()
+            .and_then(|u| value(u, "type")),
+        Some("RollingUpdate"),
+        "{what}: updateStrategy"
     );
+    // The claim stays when the StatefulSet goes or scales down: it holds the jobs.
+    let retention = field(&spec, "persistentVolumeClaimRetentionPolicy")
+        .unwrap_or_else(|| panic!("{what}: no persistentVolumeClaimRetentionPolicy"));
+    assert_eq!(
+        own(&retention),
+        ["whenDeleted: Retain", "whenScaled: Retain"],
+        "{what}"
+    );
+    // Time for the last snapshot on SIGTERM.
+    let grace: u32 = value(coordinator, "terminationGracePeriodSeconds")
+        .expect("terminationGracePeriodSeconds")
+        .parse()
+        .unwrap();
+    assert!(grace >= 60, "{what}: terminationGracePeriodSeconds {grace}");
     let coordinator_args = args(coordinator, what);
     assert_eq!(coordinator_args[0], "serve", "{coordinator_args:?}");
     for [flag, wanted] in [
@@ -593,17 +717,18 @@ fn assert_common(yaml: &str, dir: &str, scheme: &str) {
     assert_eq!(container_port(coordinator, "grpc", what), "50051");
     assert_eq!(container_port(coordinator, "metrics", what), "9090");
     assert_eq!(container_port(coordinator, "workers", what), "50052");
-    let resources = section(coordinator, "resources");
+    let resources = section(&container(coordinator, what), "resources");
     assert!(block(&resources, "requests").is_some() && block(&resources, "limits").is_some());
     assert_token_from_secret(coordinator, what);
     assert_locked_down(coordinator, what);
+    assert_data_dir(coordinator, what);
     let template = section(coordinator, "template");
     let coordinator_labels = section(&template, "labels");
     assert!(entries(&coordinator_labels).contains(&"app.kubernetes.io/component: coordinator"));
     assert_selects(
         &section(&section(coordinator, "selector"), "matchLabels"),
         &coordinator_labels,
-        "coordinator Deployment",
+        "coordinator StatefulSet",
     );
 
     // The workers: the coordinator's workers' Service, with the same token.
@@ -722,6 +847,33 @@ fn assert_common(yaml: &str, dir: &str, scheme: &str) {
         ]],
         "{dir}: Service xccd-coordinator-workers"
     );
+    // The StatefulSet's governing Service: headless, the coordinator's pods only, no ports (it
+    // is no address for clients or workers).
+    assert_eq!(
+        own(&spec)
+            .iter()
+            .find_map(|l| l.strip_prefix("serviceName: ")),
+        Some(HEADLESS_SERVICE),
+        "{dir}: the coordinator's serviceName"
+    );
+    let headless = object(&docs, "Service", HEADLESS_SERVICE);
+    assert_eq!(
+        value(headless, "clusterIP"),
+        Some("None"),
+        "{dir}: {headless}"
+    );
+    assert!(block(headless, "ports").is_none(), "{dir}: {headless}");
+    assert_selects(
+        &section(headless, "selector"),
+        &coordinator_labels,
+        "coordinator headless Service",
+    );
+    assert_selects_not(
+        &section(headless, "selector"),
+        &worker_labels,
+        "coordinator headless Service",
+    );
+
     let url = arg(&worker_args, "--coordinator", what);
     let authority = url
         .strip_prefix(&format!("{scheme}://"))
@@ -822,9 +974,16 @@ fn assert_common(yaml: &str, dir: &str, scheme: &str) {
 }
 
 /// The coordinator's probes are gRPC probes of port 50051's overall service (plaintext) or,
-/// with `tls`, TCP connects to it (the kubelet's gRPC probes speak no TLS).
+/// with `tls`, TCP connects to it (the kubelet's gRPC probes speak no TLS). A startup probe
+/// gives it time to open its store and resume its jobs before the liveness probe counts.
 fn assert_coordinator_probes(coordinator: &str, tls: bool, what: &str) {
-    for probe in ["readinessProbe", "livenessProbe"] {
+    let startup = section(coordinator, "startupProbe");
+    let patience: u32 = ["periodSeconds", "failureThreshold"]
+        .iter()
+        .map(|k| value(&startup, k).unwrap().parse::<u32>().unwrap())
+        .product();
+    assert!(patience >= 300, "{what}: startupProbe waits {patience} s");
+    for probe in ["startupProbe", "readinessProbe", "livenessProbe"] {
         let probe_block = section(coordinator, probe);
         let (kind, other) = if tls {
             ("tcpSocket", "grpc")
@@ -861,7 +1020,7 @@ fn assert_coordinator_probes(coordinator: &str, tls: bool, what: &str) {
 /// it against the Secret's CA, which is all they get of it; everything else is as in the base.
 fn assert_tls(yaml: &str, base: &str, dir: &str) {
     let docs = documents(yaml);
-    let coordinator = object(&docs, "Deployment", "xccd-coordinator");
+    let coordinator = object(&docs, COORDINATOR.0, COORDINATOR.1);
     let what = format!("{dir}: coordinator");
     let what = what.as_str();
     let coordinator_args = args(coordinator, what);
@@ -904,7 +1063,10 @@ fn assert_tls(yaml: &str, base: &str, dir: &str) {
 
     // The other objects are the base's.
     let base_docs = documents(base);
-    for (kind, name) in OBJECTS.iter().filter(|(kind, _)| *kind != "Deployment") {
+    for (kind, name) in OBJECTS
+        .iter()
+        .filter(|(kind, _)| !["Deployment", "StatefulSet"].contains(kind))
+    {
         assert_eq!(
             object(&docs, kind, name),
             object(&base_docs, kind, name),
@@ -920,7 +1082,7 @@ fn kustomize_renders_the_coordinator_and_the_workers() {
     let docs = documents(&yaml);
 
     // Plaintext: gRPC probes, no certificates, no volumes.
-    let coordinator = object(&docs, "Deployment", "xccd-coordinator");
+    let coordinator = object(&docs, COORDINATOR.0, COORDINATOR.1);
     assert_coordinator_probes(coordinator, false, "coordinator");
     let worker = object(&docs, "Deployment", "xccd-worker");
     assert_eq!(
@@ -955,7 +1117,19 @@ fn kustomize_renders_the_coordinator_and_the_workers() {
             "0",
             "--worker-listen",
             "0.0.0.0:50052",
+            "--data-dir",
+            "/var/lib/xccd",
         ]
+    );
+
+    // The claim that README.md's "Durable jobs" names (for backups and resizing) is the one the
+    // StatefulSet makes: TEMPLATE-STATEFULSET-0.
+    let readme = std::fs::read_to_string(root().join("deploy/k8s/README.md")).unwrap();
+    let claims = claim_templates(coordinator);
+    let claim = format!("{}-{}-0", claims[0].0, COORDINATOR.1);
+    assert!(
+        readme.contains(&format!("claimName: {claim}")) && readme.contains(&format!("pvc {claim}")),
+        "deploy/k8s/README.md does not name the claim {claim}"
     );
 
     // `deploy/k8s` is `deploy/k8s/base` as it is.
@@ -972,9 +1146,9 @@ fn the_tls_overlay_serves_the_api_and_the_workers_over_tls() {
     let docs = documents(&yaml);
 
     // Exactly the flags it adds, after the base's.
-    let coordinator = object(&docs, "Deployment", "xccd-coordinator");
+    let coordinator = object(&docs, COORDINATOR.0, COORDINATOR.1);
     let base_docs = documents(&base);
-    let base_args = args(object(&base_docs, "Deployment", "xccd-coordinator"), "base");
+    let base_args = args(object(&base_docs, COORDINATOR.0, COORDINATOR.1), "base");
     assert_eq!(
         args(coordinator, "coordinator"),
         [
@@ -1025,8 +1199,8 @@ fn the_mtls_overlay_adds_the_workers_client_certificates() {
     let tls_docs = documents(&tls);
 
     // The coordinator: overlays/tls's, requiring workers' certificates signed by xccd-tls's CA.
-    let coordinator = object(&docs, "Deployment", "xccd-coordinator");
-    let tls_args = args(object(&tls_docs, "Deployment", "xccd-coordinator"), "tls");
+    let coordinator = object(&docs, COORDINATOR.0, COORDINATOR.1);
+    let tls_args = args(object(&tls_docs, COORDINATOR.0, COORDINATOR.1), "tls");
     let coordinator_args = args(coordinator, "coordinator");
     assert_eq!(
         coordinator_args,
@@ -1097,11 +1271,11 @@ fn manifests_validate_against_the_kubernetes_schemas() {
 #[test]
 fn the_validator_rejects_broken_manifests() {
     // So that the validation above cannot pass by validating nothing: the same check, on the
-    // coordinator's Deployment as written, then broken three ways.
+    // coordinator's StatefulSet as written, then broken three ways.
     let Some(tool) = kubernetes_validate() else {
         return;
     };
-    let good = std::fs::read_to_string(root().join("deploy/k8s/base/coordinator-deployment.yaml"))
+    let good = std::fs::read_to_string(root().join("deploy/k8s/base/coordinator-statefulset.yaml"))
         .unwrap();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let check = |name: &str, yaml: &str| {
@@ -1112,15 +1286,15 @@ fn the_validator_rejects_broken_manifests() {
     assert_eq!(
         check("good", &good),
         Ok(KUBERNETES_VERSIONS.len()),
-        "the coordinator's Deployment as written"
+        "the coordinator's StatefulSet as written"
     );
 
     let broken = [
         // A misspelt field: only strict validation sees it.
         (
             "unknown-field",
-            "terminationGracePeriodSeconds: 30",
-            "terminationGracePeriod: 30",
+            "terminationGracePeriodSeconds: 60",
+            "terminationGracePeriod: 60",
             "terminationGracePeriod",
         ),
         // A field of the wrong type.
@@ -1136,7 +1310,7 @@ fn the_validator_rejects_broken_manifests() {
     for (name, from, to, named) in broken {
         assert!(good.contains(from), "{from}");
         let report = check(name, &good.replacen(from, to, 1)).expect_err(&format!(
-            "kubernetes-validate accepted a Deployment with {to}"
+            "kubernetes-validate accepted a StatefulSet with {to}"
         ));
         assert!(report.contains(named), "{name}: {report}");
     }
@@ -1182,6 +1356,36 @@ fn the_readme_certificates_name_the_services() {
     ] {
         assert!(readme.contains(text), "deploy/k8s/README.md: no {text}");
     }
+}
+
+#[test]
+fn the_readme_explains_durable_jobs() {
+    let readme = std::fs::read_to_string(root().join("deploy/k8s/README.md")).unwrap();
+    let at = readme
+        .find("\n## Durable jobs\n")
+        .expect("deploy/k8s/README.md: no section \"Durable jobs\"");
+    let rest = &readme[at + 1..];
+    let section = &rest[..rest.find("\n## ").map_or(rest.len(), |end| end + 1)];
+    for text in [
+        "StatefulSet",
+        "PersistentVolumeClaim",
+        "SubmitJob",
+        "kubectl rollout restart statefulset/xccd-coordinator",
+        "replicas: 1",
+        "locked",
+        "`Solve` and `Enumerate`",
+        "--max-store-bytes",
+        DATA_DIR,
+        "sqlite3 /var/lib/xccd/jobs.sqlite \".backup /tmp/x\"",
+    ] {
+        assert!(section.contains(text), "Durable jobs: no {text:?}");
+    }
+    // The coordinator is no Deployment any more.
+    assert!(
+        !readme.contains("deployment/xccd-coordinator")
+            && !readme.contains("Deployment `xccd-coordinator`"),
+        "deploy/k8s/README.md still names the coordinator's Deployment"
+    );
 }
 
 #[test]

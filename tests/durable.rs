@@ -419,9 +419,17 @@ async fn stored_solutions_page_watch_from_an_index_and_delete() {
     server.kill9();
     let mut server = serve("pages-2", dir.path(), addr, &["--threads", "2"]);
     let mut client = connect(addr, &mut server).await;
+    let ended = get(&mut client, &job).await;
+    assert_eq!(ended.state, pb::JobState::Done as i32);
+    assert_eq!(ended.stored_solutions, 724);
+    let summary = ended.summary.expect("the stored summary");
+    assert_eq!(
+        (summary.solutions, summary.reason),
+        (724, pb::EndReason::Complete as i32)
+    );
     assert_eq!(read_all(&mut client, &job, 1000).await, whole);
     let listed = client
-        .list_jobs(pb::ListJobsRequest {})
+        .list_jobs(pb::ListJobsRequest::default())
         .await
         .unwrap()
         .into_inner();

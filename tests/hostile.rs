@@ -423,7 +423,11 @@ async fn send(clients: &Clients, hostile: &Hostile, last_job: &str) -> (Outcome,
                 let m = pb::CancelJobRequest { job_id: id(r) };
                 unary(solver.cancel_job(request(m, h)).await)
             }
-            Call::ListJobs => unary(solver.list_jobs(request(pb::ListJobsRequest {}, h)).await),
+            Call::ListJobs => unary(
+                solver
+                    .list_jobs(request(pb::ListJobsRequest::default(), h))
+                    .await,
+            ),
             Call::SolvePuzzle(m) => unary(puzzles.solve_puzzle(request(m.clone(), h)).await),
             Call::EnumeratePuzzle(m) => {
                 drain(
@@ -2245,7 +2249,9 @@ fn progress_of_a_deep_search_in_this_process() {
                 break;
             }
         }
-        match tokio::time::timeout(CALL_BOUND, solver.list_jobs(pb::ListJobsRequest {})).await {
+        match tokio::time::timeout(CALL_BOUND, solver.list_jobs(pb::ListJobsRequest::default()))
+            .await
+        {
             Ok(Ok(_)) => {}
             other => problems.push(format!("ListJobs with a deep job: {other:?}")),
         }

@@ -131,7 +131,7 @@ async fn ended_jobs_keep_no_problem_and_are_capped() {
     let start = Instant::now();
     let listed = loop {
         let jobs = client
-            .list_jobs(pb::ListJobsRequest {})
+            .list_jobs(pb::ListJobsRequest::default())
             .await
             .unwrap()
             .into_inner()

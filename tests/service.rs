@@ -2077,3 +2077,131 @@ async fn no_busy_workers_after_shutdown() {
         "the workers have exited, none runs a task"
     );
 }
+
+/// The API as gRPC users expect it (Google's API guidelines): jobs named
+/// `jobs/{id}`, ListJobs in pages, times as Timestamp and Duration, and
+/// error details a program can read (BadRequest, ErrorInfo).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_are_resources_listed_in_pages_with_machine_readable_errors() {
+    use tonic_types::StatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(ServeConfig {
+        data_dir: Some(dir.path().to_path_buf()),
+        ..config(64)
+    })
+    .await;
+    let mut client = connect(server.addr).await;
+    let before = std::time::SystemTime::now();
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let id = client
+            .submit_job(pb::SubmitJobRequest {
+                problem: dlx(&instance("queens8")),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .job_id;
+        assert!(
+            id.strip_prefix("jobs/")
+                .is_some_and(|n| n.parse::<u64>().is_ok()),
+            "{id}"
+        );
+        ids.push(id);
+    }
+    // Pages of two: every job once, oldest first, then an empty token.
+    let mut listed = Vec::new();
+    let mut token = String::new();
+    let mut pages = 0;
+    loop {
+        let page = client
+            .list_jobs(pb::ListJobsRequest {
+                page_size: 2,
+                page_token: token,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        pages += 1;
+        assert!(page.jobs.len() <= 2);
+        listed.extend(page.jobs);
+        token = page.next_page_token;
+        if token.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(pages, 3);
+    let names: Vec<&str> = listed.iter().map(|j| j.job_id.as_str()).collect();
+    assert_eq!(names, ids.iter().map(String::as_str).collect::<Vec<_>>());
+    for job in &listed {
+        let created = std::time::SystemTime::try_from(job.create_time.expect("create_time"))
+            .expect("a valid timestamp");
+        let skew = created
+            .duration_since(before)
+            .or_else(|e| before.duration_since(created).map_err(|_| e))
+            .unwrap_or_default();
+        assert!(skew < Duration::from_secs(60), "{skew:?}");
+        let seconds = job.created_unix_seconds;
+        let from_stamp = created
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        assert!((seconds - from_stamp).abs() < 1e-3);
+    }
+    let bad_token = client
+        .list_jobs(pb::ListJobsRequest {
+            page_size: 2,
+            page_token: "jobs/1".into(),
+        })
+        .await
+        .unwrap_err();
+    let violation = bad_token.get_error_details();
+    let violation = violation.bad_request().expect("a BadRequest");
+    assert_eq!(violation.field_violations[0].field, "page_token");
+
+    // A bad problem names its field in a BadRequest.
+    let bad = client
+        .solve(solve_request("A B\nA C\n", 1))
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code(), Code::InvalidArgument);
+    let details = bad.get_error_details();
+    let violations = &details
+        .bad_request()
+        .expect("a BadRequest")
+        .field_violations;
+    assert_eq!(violations[0].field, "problem.dlx", "{bad:?}");
+    assert!(violations[0].description.contains("line 2"), "{bad:?}");
+
+    // Durations beside seconds.
+    let solved = client
+        .solve(solve_request(&instance("queens8"), 1))
+        .await
+        .unwrap()
+        .into_inner();
+    let stats = solved.statistics.expect("statistics");
+    let elapsed = Duration::try_from(stats.elapsed.expect("elapsed")).unwrap();
+    assert!((elapsed.as_secs_f64() - stats.seconds).abs() < 1e-6);
+    server.shutdown().await.unwrap();
+
+    // Past the job limit, RESOURCE_EXHAUSTED says which limit in an ErrorInfo.
+    let server = serve(config(1)).await;
+    let mut client = connect(server.addr).await;
+    let long = || pb::SubmitJobRequest {
+        problem: dlx(&instance("queens15")),
+        count_only: true,
+        ..Default::default()
+    };
+    let first = client.submit_job(long()).await.unwrap().into_inner().job_id;
+    let refused = client.submit_job(long()).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+    let details = refused.get_error_details();
+    let info = details.error_info().expect("an ErrorInfo");
+    assert_eq!(info.reason, "TOO_MANY_JOBS");
+    client
+        .cancel_job(pb::CancelJobRequest { job_id: first })
+        .await
+        .unwrap();
+    server.shutdown().await.unwrap();
+}

@@ -8,6 +8,7 @@ use tonic::Status;
 
 use super::job::{EndReason, Progress, SolutionIndices, Summary};
 use super::proto as pb;
+use super::status;
 use crate::run::Failure;
 use crate::xcc::{dlx_format, Problem, ProblemBuilder, ProblemError, Stats};
 
@@ -36,7 +37,7 @@ impl Default for ProblemLimits {
 }
 
 fn too_big(field: &str, what: &str, actual: usize, limit: usize) -> Status {
-    Status::invalid_argument(format!(
+    status::invalid(format!(
         "{field}: {actual} {what} exceed the server's limit of {limit}"
     ))
 }
@@ -45,7 +46,7 @@ fn too_big(field: &str, what: &str, actual: usize, limit: usize) -> Status {
 pub fn problem(message: Option<pb::Problem>, limits: &ProblemLimits) -> Result<Problem, Status> {
     let source = message
         .and_then(|p| p.source)
-        .ok_or_else(|| Status::invalid_argument("problem: required (give dlx or structured)"))?;
+        .ok_or_else(|| status::invalid("problem: required (give dlx or structured)"))?;
     let problem = match source {
         pb::problem::Source::Dlx(text) => {
             if text.len() > limits.max_text_bytes {
@@ -56,8 +57,7 @@ pub fn problem(message: Option<pb::Problem>, limits: &ProblemLimits) -> Result<P
                     limits.max_text_bytes,
                 ));
             }
-            dlx_format::parse(&text)
-                .map_err(|e| Status::invalid_argument(format!("problem.dlx: {e}")))?
+            dlx_format::parse(&text).map_err(|e| status::invalid(format!("problem.dlx: {e}")))?
         }
         pb::problem::Source::Structured(s) => structured(s, limits)?,
     };
@@ -118,12 +118,12 @@ fn structured(s: pb::StructuredProblem, limits: &ProblemLimits) -> Result<Proble
     for (i, item) in s.items.iter().enumerate() {
         let field = || format!("problem.structured.items[{i}]");
         let kind = pb::ItemKind::try_from(item.kind).map_err(|_| {
-            Status::invalid_argument(format!("{}.kind: unknown value {}", field(), item.kind))
+            status::invalid(format!("{}.kind: unknown value {}", field(), item.kind))
         })?;
         let result = match kind {
             pb::ItemKind::Secondary => {
                 if item.min != 0 || item.max != 0 {
-                    return Err(Status::invalid_argument(format!(
+                    return Err(status::invalid(format!(
                         "{}: secondary item {:?} cannot have bounds",
                         field(),
                         item.name
@@ -139,7 +139,7 @@ fn structured(s: pb::StructuredProblem, limits: &ProblemLimits) -> Result<Proble
                 }
             }
         };
-        result.map_err(|e| Status::invalid_argument(format!("{}: {e}", field())))?;
+        result.map_err(|e| status::invalid(format!("{}: {e}", field())))?;
     }
     for (o, option) in s.options.iter().enumerate() {
         let specs = option
@@ -153,11 +153,11 @@ fn structured(s: pb::StructuredProblem, limits: &ProblemLimits) -> Result<Proble
             let at = entry_of_error(&e, option)
                 .map(|k| format!(".entries[{k}]"))
                 .unwrap_or_default();
-            Status::invalid_argument(format!("problem.structured.options[{o}]{at}: {e}"))
+            status::invalid(format!("problem.structured.options[{o}]{at}: {e}"))
         })?;
     }
     b.build()
-        .map_err(|e| Status::invalid_argument(format!("problem.structured: {e}")))
+        .map_err(|e| status::invalid(format!("problem.structured: {e}")))
 }
 
 /// The entry of `option` that a builder error is about, when it names one.
@@ -205,7 +205,21 @@ pub fn statistics(stats: &Stats, solutions: u64, elapsed: Duration) -> pb::Stati
         seconds: elapsed.as_secs_f64(),
         replay_updates: stats.replay_updates,
         replay_cleansings: stats.replay_cleansings,
+        elapsed: Some(duration(elapsed)),
     }
+}
+
+/// A duration as `google.protobuf.Duration` (saturating).
+pub fn duration(d: Duration) -> prost_types::Duration {
+    prost_types::Duration::try_from(d).unwrap_or(prost_types::Duration {
+        seconds: i64::MAX,
+        nanos: 999_999_999,
+    })
+}
+
+/// A time as `google.protobuf.Timestamp`.
+pub fn timestamp(t: std::time::SystemTime) -> prost_types::Timestamp {
+    prost_types::Timestamp::from(t)
 }
 
 pub fn end_reason(reason: EndReason) -> pb::EndReason {
@@ -244,7 +258,7 @@ pub fn failure(s: &Summary) -> Option<tonic::Status> {
     Some(match &s.failure {
         Some(Failure::Lost(message)) => tonic::Status::aborted(message.clone()),
         Some(Failure::Broken(message)) => tonic::Status::internal(message.clone()),
-        Some(Failure::Exhausted(message)) => tonic::Status::resource_exhausted(message.clone()),
+        Some(Failure::Exhausted(message)) => status::exhausted("JOB_STORE_LIMIT", message.clone()),
         None => tonic::Status::internal("the search failed"),
     })
 }
@@ -261,6 +275,7 @@ pub fn progress(p: &Progress) -> pb::Progress {
         tasks_done: p.tasks_done,
         workers_busy: p.workers_busy as u32,
         workers_total: p.workers_total as u32,
+        elapsed: Some(duration(p.elapsed)),
     }
 }
 
@@ -304,7 +319,7 @@ const LONGEST_INTERVAL: f64 = 86_400.0;
 /// and at least 10 ms; negative, infinite and NaN values are refused.
 pub fn interval(field: &str, seconds: f64) -> Result<Duration, Status> {
     if !(seconds.is_finite() && (0.0..=LONGEST_INTERVAL).contains(&seconds)) {
-        return Err(Status::invalid_argument(format!(
+        return Err(status::invalid(format!(
             "{field}: {seconds} is not a number of seconds between 0 and {LONGEST_INTERVAL}"
         )));
     }

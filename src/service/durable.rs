@@ -163,8 +163,9 @@ async fn write_job(pool: Arc<Pool>, durability: Arc<Durability>, job: Arc<Job>) 
                 // last snapshot stands, and the next start resumes it.
                 Event::Done(summary) if summary.reason == EndReason::Shutdown => done = true,
                 Event::Done(summary) => {
-                    let message = jobs::message(&pool, &job);
-                    commit = Some(summary.solutions.min(written));
+                    let stored = summary.solutions.min(written);
+                    let message = jobs::final_message(&pool, &job, stored);
+                    commit = Some(stored);
                     writes.push(Write::Ended {
                         solutions: summary.solutions,
                         message: message.encode_to_vec(),
@@ -263,6 +264,9 @@ pub fn resume_all(
                 spec,
                 &snapshot,
                 stored.committed,
+                std::time::UNIX_EPOCH
+                    + Duration::try_from_secs_f64(stored.request.created_unix_seconds)
+                        .unwrap_or_default(),
             )
             .map_err(|e| StoreError::Io(format!("job {}: {e}", stored.id)))?;
         tracing::info!(

@@ -26,6 +26,7 @@ use super::jobs::{self, format_id, parse_id, Entry, JobRegistry, Record};
 use super::pool::{Pool, SubmitError};
 use super::proto as pb;
 use super::proto::solver_service_server::SolverService;
+use super::status;
 use super::store::{JobStore, StoreError};
 use crate::xcc::problem::quote;
 use crate::xcc::Problem;
@@ -84,6 +85,9 @@ pub struct SolverApi {
 /// Solutions per page of ListJobSolutions when the request says 0, and the
 /// most a page may hold.
 const DEFAULT_PAGE: usize = 1000;
+/// Jobs per page of ListJobs when the request says 0, and the most.
+const DEFAULT_JOBS_PAGE: usize = 100;
+const MAX_JOBS_PAGE: usize = 1000;
 const MAX_PAGE: usize = 100_000;
 /// Solutions per message of a WatchJob of a durable job.
 const WATCH_BATCH: usize = 1024;
@@ -129,9 +133,8 @@ impl SolverApi {
     /// The job `id` names, if `caller` may see it: another caller's job is
     /// as absent as one that never was.
     fn find(&self, id: &str, caller: &Caller) -> Result<Entry, Status> {
-        let parsed = parse_id(id).ok_or_else(|| {
-            Status::invalid_argument(format!("job_id: {} is not a job id", quote(id)))
-        })?;
+        let parsed = parse_id(id)
+            .ok_or_else(|| status::invalid(format!("job_id: {} is not a job id", quote(id))))?;
         self.jobs
             .get(parsed)
             .filter(|entry| caller.owns(entry.owner()))
@@ -163,8 +166,9 @@ pub(super) type EventStream<T> =
 /// The status for a job the pool refused.
 pub(super) fn refused(e: SubmitError) -> Status {
     match e {
-        SubmitError::TooManyJobs(_) | SubmitError::TooManyJobsForCaller(_) => {
-            Status::resource_exhausted(e.to_string())
+        SubmitError::TooManyJobs(_) => status::exhausted("TOO_MANY_JOBS", e.to_string()),
+        SubmitError::TooManyJobsForCaller(_) => {
+            status::exhausted("TOO_MANY_JOBS_FOR_KEY", e.to_string())
         }
         SubmitError::ShuttingDown => Status::unavailable(e.to_string()),
         SubmitError::NeedsLocalThreads => Status::failed_precondition(e.to_string()),
@@ -183,7 +187,7 @@ impl SolverService for SolverApi {
         let req = request.into_inner();
         let limit = req.limit.max(1);
         if limit > self.config.max_solve_limit {
-            return Err(Status::invalid_argument(format!(
+            return Err(status::invalid(format!(
                 "limit: {limit} exceeds the limit of {} for Solve; use Enumerate",
                 self.config.max_solve_limit
             )));
@@ -263,7 +267,7 @@ impl SolverService for SolverApi {
         let batch_size = match req.batch_size as usize {
             0 => self.config.default_batch_size,
             n if n > self.config.max_batch_size => {
-                return Err(Status::invalid_argument(format!(
+                return Err(status::invalid(format!(
                     "batch_size: {n} exceeds the limit of {}",
                     self.config.max_batch_size
                 )))
@@ -311,7 +315,7 @@ impl SolverService for SolverApi {
         let keep = match req.keep_solutions as usize {
             0 => self.config.default_keep,
             n if n > self.config.max_keep => {
-                return Err(Status::invalid_argument(format!(
+                return Err(status::invalid(format!(
                     "keep_solutions: {n} exceeds the limit of {}",
                     self.config.max_keep
                 )))
@@ -335,7 +339,7 @@ impl SolverService for SolverApi {
             Some(durability) => {
                 let d = durability.clone();
                 if let Some(why) = blocking(move || Ok(d.refuse_new_job())).await? {
-                    return Err(Status::resource_exhausted(why));
+                    return Err(status::exhausted("STORE_FULL", why));
                 }
                 spec.delivery = durable::delivery(req.count_only);
                 spec.durable = true;
@@ -392,7 +396,7 @@ impl SolverService for SolverApi {
             return Ok(stream_from(span, move |tx| watch.run(tx)));
         }
         if req.from_solution > 0 {
-            return Err(Status::invalid_argument(
+            return Err(status::invalid(
                 "from_solution: only the solutions of a durable job (a server with --data-dir), \
                  watched with include_solutions, can be read from an index",
             ));
@@ -462,14 +466,43 @@ impl SolverService for SolverApi {
         request: Request<pb::ListJobsRequest>,
     ) -> Result<Response<pb::ListJobsResponse>, Status> {
         let caller = Caller::of(&request);
-        let jobs = self
+        let req = request.into_inner();
+        let size = match req.page_size as usize {
+            0 => DEFAULT_JOBS_PAGE,
+            n => n.min(MAX_JOBS_PAGE),
+        };
+        // A token names the last job of the previous page: jobs that ended
+        // or were deleted since do not shift the pages.
+        let after =
+            match req.page_token.as_str() {
+                "" => None,
+                token => Some(token.strip_prefix("after/").and_then(parse_id).ok_or_else(
+                    || {
+                        status::invalid(format!(
+                            "page_token: {} is not a page token of ListJobs",
+                            quote(token)
+                        ))
+                    },
+                )?),
+            };
+        let mine: Vec<Entry> = self
             .jobs
             .list()
-            .iter()
+            .into_iter()
             .filter(|entry| caller.owns(entry.owner()))
-            .map(|entry| self.job_message(entry))
+            .filter(|entry| after.is_none_or(|after| entry.id() > after))
             .collect();
-        Ok(Response::new(pb::ListJobsResponse { jobs }))
+        let more = mine.len() > size;
+        let page = &mine[..mine.len().min(size)];
+        let next_page_token = match page.last() {
+            Some(last) if more => format!("after/{}", format_id(last.id())),
+            _ => String::new(),
+        };
+        let jobs = page.iter().map(|entry| self.job_message(entry)).collect();
+        Ok(Response::new(pb::ListJobsResponse {
+            jobs,
+            next_page_token,
+        }))
     }
 
     async fn list_job_solutions(
@@ -494,7 +527,7 @@ impl SolverService for SolverApi {
         let size = match req.page_size as usize {
             0 => DEFAULT_PAGE,
             n if n > MAX_PAGE => {
-                return Err(Status::invalid_argument(format!(
+                return Err(status::invalid(format!(
                     "page_size: {n} exceeds the limit of {MAX_PAGE}"
                 )))
             }
@@ -503,7 +536,7 @@ impl SolverService for SolverApi {
         let from = match req.page_token.as_str() {
             "" => 0,
             token => parse_page_token(token, entry.id()).ok_or_else(|| {
-                Status::invalid_argument(format!(
+                status::invalid(format!(
                     "page_token: {} is not a page token of this job's solutions",
                     quote(token)
                 ))

@@ -296,7 +296,13 @@ impl Job {
     }
 
     /// A job resumed from the store at the point of its snapshot.
-    pub(super) fn resumed(self, snapshot: &Snapshot, committed: u64) -> Job {
+    pub(super) fn resumed(
+        mut self,
+        snapshot: &Snapshot,
+        committed: u64,
+        created: SystemTime,
+    ) -> Job {
+        self.created = created;
         self.solutions.store(snapshot.solutions, Ordering::SeqCst);
         *self.stats.locked() = snapshot.stats.clone();
         self.committed.store(committed, Ordering::SeqCst);

@@ -18,7 +18,7 @@ use prost::Message;
 
 use super::callers::Caller;
 use super::convert;
-use super::job::{Job, JobId};
+use super::job::{Job, JobId, Summary};
 use super::pool::Pool;
 use super::proto as pb;
 use super::store::{JobStore, StoreError, StoredJob, StoredRequest};
@@ -94,6 +94,11 @@ pub fn failed_message(id: JobId, request: &StoredRequest, error: &str) -> pb::Jo
         created_unix_seconds: request.created_unix_seconds,
         durable: true,
         stored_solutions: 0,
+        create_time: std::time::SystemTime::UNIX_EPOCH
+            .checked_add(std::time::Duration::from_secs_f64(
+                request.created_unix_seconds.max(0.0),
+            ))
+            .map(convert::timestamp),
     }
 }
 
@@ -122,9 +127,19 @@ impl Entry {
 
 /// The message of a job as it is now.
 pub fn message(pool: &Pool, job: &Job) -> pb::Job {
-    let progress = pool.progress(job);
     // A durable job is done once its end is stored, with all its solutions.
     let summary = job.summary().filter(|_| ended(job));
+    message_with(pool, job, summary, job.committed())
+}
+
+/// The message a durable job's end is stored with: done, with all its
+/// `stored` solutions.
+pub fn final_message(pool: &Pool, job: &Job, stored: u64) -> pb::Job {
+    message_with(pool, job, job.summary(), stored)
+}
+
+fn message_with(pool: &Pool, job: &Job, summary: Option<Summary>, stored: u64) -> pb::Job {
+    let progress = pool.progress(job);
     let state = if summary.is_some() {
         pb::JobState::Done
     } else if progress.tasks_running > 0 || progress.nodes > 0 {
@@ -142,7 +157,8 @@ pub fn message(pool: &Pool, job: &Job) -> pb::Job {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64()),
         durable: job.spec.durable,
-        stored_solutions: job.committed(),
+        stored_solutions: stored,
+        create_time: Some(convert::timestamp(job.created)),
     }
 }
 
@@ -319,12 +335,18 @@ impl JobRegistry {
     }
 }
 
-/// The text form of a job id.
+/// A job's resource name, `jobs/{id}` (Google's API guidelines).
 pub fn format_id(id: JobId) -> String {
-    format!("job-{id}")
+    format!("jobs/{id}")
 }
 
-/// Parses [`format_id`]'s form.
+/// Parses [`format_id`]'s form (and `job-{id}`, the form before it).
 pub fn parse_id(text: &str) -> Option<JobId> {
-    text.strip_prefix("job-")?.parse().ok()
+    let digits = text
+        .strip_prefix("jobs/")
+        .or_else(|| text.strip_prefix("job-"))?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }

@@ -19,6 +19,7 @@ pub mod pool;
 pub mod proto;
 pub mod puzzles_grpc;
 pub mod server;
+pub mod status;
 pub mod store;
 mod sync;
 

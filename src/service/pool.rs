@@ -243,9 +243,10 @@ impl Pool {
         spec: JobSpec,
         snapshot: &Snapshot,
         committed: u64,
+        created: std::time::SystemTime,
     ) -> Result<Arc<Job>, SubmitError> {
         self.shared.next_id.fetch_max(id + 1, Ordering::SeqCst);
-        self.start(id, problem, spec, Some((snapshot, committed)))
+        self.start(id, problem, spec, Some((snapshot, committed, created)))
     }
 
     /// New job ids go above `id` (those of stored jobs).
@@ -258,7 +259,7 @@ impl Pool {
         id: JobId,
         problem: Arc<Problem>,
         spec: JobSpec,
-        resumed: Option<(&Snapshot, u64)>,
+        resumed: Option<(&Snapshot, u64, std::time::SystemTime)>,
     ) -> Result<Arc<Job>, SubmitError> {
         let buffer = match spec.delivery {
             Delivery::Stream { buffer_batches, .. } => Some(buffer_batches),
@@ -288,8 +289,8 @@ impl Pool {
         let job = Job::new(id, problem, spec, output);
         let (job, queue, tasks_done, finished_weight) = match resumed {
             None => (job, VecDeque::from([Work::new(Task::root())]), 0, 0.0),
-            Some((snapshot, committed)) => (
-                job.resumed(snapshot, committed),
+            Some((snapshot, committed, created)) => (
+                job.resumed(snapshot, committed, created),
                 snapshot.tasks.iter().cloned().map(Work::from).collect(),
                 snapshot.tasks_done,
                 snapshot.finished_weight,

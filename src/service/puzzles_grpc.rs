@@ -15,6 +15,7 @@ use super::job::{Delivery, EndReason, Job, JobSpec, SolutionIndices};
 use super::pool::Pool;
 use super::proto as pb;
 use super::proto::puzzle_service_server::PuzzleService;
+use super::status;
 use crate::puzzles::futoshiki::FutoshikiEncoding;
 use crate::puzzles::kinds::{EncodeOptions, Kind};
 use crate::puzzles::{Encoded, EncodingLimits, Puzzle, SizeError};
@@ -74,15 +75,15 @@ impl PuzzleApi {
         let building = tokio::task::spawn_blocking(move || {
             let _permit = permit;
             puzzle.check_size(&limits).map_err(|e| match e {
-                SizeError::Puzzle(e) => Status::invalid_argument(format!("puzzle.text: {e}")),
+                SizeError::Puzzle(e) => status::invalid(format!("puzzle.text: {e}")),
                 SizeError::TooLarge(e) => {
                     metrics::counter!("xccd_puzzles_too_large_total").increment(1);
-                    Status::invalid_argument(format!("puzzle: {e}"))
+                    status::invalid(format!("puzzle: {e}"))
                 }
             })?;
             let encoded = puzzle
                 .encode()
-                .map_err(|e| Status::invalid_argument(format!("puzzle.text: {e}")))?;
+                .map_err(|e| status::invalid(format!("puzzle.text: {e}")))?;
             Ok((Arc::from(encoded), puzzle))
         });
         match tokio::time::timeout_at(deadline, building).await {
@@ -179,7 +180,7 @@ fn kind(value: i32) -> Result<Kind, Status> {
         .find(|(_, named)| *named as i32 == value && *named != pb::PuzzleKind::Unspecified)
         .map(|&(kind, _)| kind)
         .ok_or_else(|| {
-            Status::invalid_argument(format!(
+            status::invalid(format!(
                 "puzzle.kind: required, one of latin, futoshiki, hitori, hidato, slitherlink, sudoku, queens (got {value})"
             ))
         })
@@ -206,24 +207,24 @@ pub fn puzzle_message(puzzle: &Puzzle) -> pb::Puzzle {
 /// The puzzle's text format from cells given one by one.
 fn grid_text(kind: Kind, grid: &pb::CellGrid) -> Result<String, Status> {
     if grid.rows.is_empty() {
-        return Err(Status::invalid_argument("puzzle.cells.rows: empty grid"));
+        return Err(status::invalid("puzzle.cells.rows: empty grid"));
     }
     let cols = grid.rows[0].cells.len();
     if cols == 0 {
-        return Err(Status::invalid_argument(
+        return Err(status::invalid(
             "puzzle.cells.rows[0]: a row needs at least one cell",
         ));
     }
     for (r, row) in grid.rows.iter().enumerate() {
         if row.cells.len() != cols {
-            return Err(Status::invalid_argument(format!(
+            return Err(status::invalid(format!(
                 "puzzle.cells.rows[{r}]: {} cells, but row 0 has {cols}",
                 row.cells.len()
             )));
         }
         for (c, cell) in row.cells.iter().enumerate() {
             if cell.is_empty() || cell.chars().any(char::is_whitespace) {
-                return Err(Status::invalid_argument(format!(
+                return Err(status::invalid(format!(
                     "puzzle.cells.rows[{r}].cells[{c}]: {} is not a cell token",
                     quote(cell)
                 )));
@@ -231,7 +232,7 @@ fn grid_text(kind: Kind, grid: &pb::CellGrid) -> Result<String, Status> {
         }
     }
     if kind != Kind::Futoshiki && !grid.inequalities.is_empty() {
-        return Err(Status::invalid_argument(
+        return Err(status::invalid(
             "puzzle.cells.inequalities: only futoshiki has inequalities",
         ));
     }
@@ -244,7 +245,7 @@ fn grid_text(kind: Kind, grid: &pb::CellGrid) -> Result<String, Status> {
             .join("\n"),
         Kind::Futoshiki => futoshiki_text(grid, cols)?,
         Kind::Queens => {
-            return Err(Status::invalid_argument(
+            return Err(status::invalid(
                 "puzzle.cells: queens takes its size as text (\"8\")",
             ))
         }
@@ -273,7 +274,7 @@ fn futoshiki_text(grid: &pb::CellGrid, cols: usize) -> Result<String, Status> {
             match (chars.next(), chars.next()) {
                 (Some(ch), None) => line[2 * c] = ch,
                 _ => {
-                    return Err(Status::invalid_argument(format!(
+                    return Err(status::invalid(format!(
                         "puzzle.cells.rows[{r}].cells[{c}]: futoshiki cells are one digit or '.'"
                     )))
                 }
@@ -288,8 +289,7 @@ fn futoshiki_text(grid: &pb::CellGrid, cols: usize) -> Result<String, Status> {
             q.other_row as usize,
             q.other_col as usize,
         );
-        let bad =
-            |why: &str| Status::invalid_argument(format!("puzzle.cells.inequalities[{k}]: {why}"));
+        let bad = |why: &str| status::invalid(format!("puzzle.cells.inequalities[{k}]: {why}"));
         if r >= rows || r2 >= rows || c >= cols || c2 >= cols {
             return Err(bad("a cell is outside the grid"));
         }
@@ -314,18 +314,18 @@ fn futoshiki_text(grid: &pb::CellGrid, cols: usize) -> Result<String, Status> {
 
 /// The puzzle a request gives (its text, for cells).
 fn read_puzzle(puzzle: Option<pb::Puzzle>) -> Result<Puzzle, Status> {
-    let puzzle = puzzle.ok_or_else(|| Status::invalid_argument("puzzle: required"))?;
+    let puzzle = puzzle.ok_or_else(|| status::invalid("puzzle: required"))?;
     let kind = kind(puzzle.kind)?;
     let text = match puzzle.grid {
         Some(pb::puzzle::Grid::Text(text)) => text,
         Some(pb::puzzle::Grid::Cells(cells)) => grid_text(kind, &cells)?,
-        None => return Err(Status::invalid_argument("puzzle.grid: give text or cells")),
+        None => return Err(status::invalid("puzzle.grid: give text or cells")),
     };
     let encoding = match pb::FutoshikiEncoding::try_from(puzzle.futoshiki_encoding) {
         Ok(pb::FutoshikiEncoding::Colors) => FutoshikiEncoding::Colors,
         Ok(_) => FutoshikiEncoding::Pairs,
         Err(_) => {
-            return Err(Status::invalid_argument(format!(
+            return Err(status::invalid(format!(
                 "puzzle.futoshiki_encoding: unknown value {}",
                 puzzle.futoshiki_encoding
             )))
@@ -388,7 +388,7 @@ impl PuzzleService for PuzzleApi {
         let req = request.into_inner();
         let limit = req.limit.max(1);
         if limit > MAX_SOLVE_LIMIT {
-            return Err(Status::invalid_argument(format!(
+            return Err(status::invalid(format!(
                 "limit: {limit} exceeds {MAX_SOLVE_LIMIT}; use EnumeratePuzzle"
             )));
         }
@@ -426,7 +426,7 @@ impl PuzzleService for PuzzleApi {
         let batch_size = match req.batch_size as usize {
             0 => DEFAULT_BATCH,
             n if n > MAX_BATCH => {
-                return Err(Status::invalid_argument(format!(
+                return Err(status::invalid(format!(
                     "batch_size: {n} exceeds the limit of {MAX_BATCH}"
                 )))
             }

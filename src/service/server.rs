@@ -27,6 +27,7 @@ use super::proto::puzzle_service_server::PuzzleServiceServer;
 use super::proto::solver_service_server::SolverServiceServer;
 use super::proto::FILE_DESCRIPTOR_SET;
 use super::puzzles_grpc::PuzzleApi;
+use super::status;
 use super::store::SqliteStore;
 
 #[derive(Debug, Clone)]
@@ -329,7 +330,7 @@ fn too_large_is_invalid<B>(
                     .starts_with(b"Error,%20decoded%20message%20length%20too%20large")
             });
         if too_large {
-            let status = tonic::Status::invalid_argument(format!(
+            let status = status::invalid(format!(
                 "request: larger than the server's limit of {limit} bytes (serve --max-problem-bytes)"
             ));
             let _ = status.add_header(response.headers_mut());

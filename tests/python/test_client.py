@@ -238,6 +238,9 @@ def test_job_queens8(pb, stub):
     got = stub.GetJob(pb.pb2.GetJobRequest(job_id=job_id, max_solutions=10), timeout=TIMEOUT)
     assert got.job.state == pb.pb2.JOB_STATE_DONE
     assert got.job.durable and got.job.stored_solutions == 92
+    assert job_id.startswith("jobs/") and got.job.job_id == job_id
+    assert got.job.create_time.seconds > 0
+    assert got.job.summary.statistics.elapsed.ToTimedelta().total_seconds() >= 0
     assert got.job.summary.solutions == 92
     assert [tuple(s.option_indices) for s in got.solutions] == kept[:10]
     assert len(kept) == 92 and len(set(kept)) == 92

@@ -1,0 +1,79 @@
+//! The statuses of the public API, with the error details that gRPC clients
+//! read by machine (Google's API guidelines, through `tonic-types`): a bad
+//! request names its field in a `google.rpc.BadRequest`, and a refusal for
+//! want of resources says which limit in a `google.rpc.ErrorInfo`.
+//!
+//! Messages keep their form "field: what is wrong", so people read the same
+//! thing that programs parse.
+
+use tonic::{Code, Status};
+use tonic_types::{ErrorDetails, StatusExt};
+
+/// Where the API's error reasons live (`ErrorInfo.domain`).
+pub const DOMAIN: &str = "xccd.dev";
+
+/// The field a message "field: description" names, if it names one: a path
+/// of lower-case names, indices and dots.
+fn field_of(message: &str) -> Option<(&str, &str)> {
+    let (field, description) = message.split_once(": ")?;
+    let plausible = !field.is_empty()
+        && field.len() <= 128
+        && field.starts_with(|c: char| c.is_ascii_lowercase())
+        && field
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.[]".contains(c));
+    plausible.then_some((field, description))
+}
+
+/// INVALID_ARGUMENT for `message` ("field: what is wrong"), with a
+/// `BadRequest` field violation naming the field.
+pub fn invalid(message: impl Into<String>) -> Status {
+    let message = message.into();
+    match field_of(&message) {
+        Some((field, description)) => Status::with_error_details(
+            Code::InvalidArgument,
+            message.clone(),
+            ErrorDetails::with_bad_request_violation(field, description),
+        ),
+        None => Status::invalid_argument(message),
+    }
+}
+
+/// RESOURCE_EXHAUSTED for `message`, with an `ErrorInfo` whose reason
+/// (`TOO_MANY_JOBS`, `STORE_FULL`, ...) programs can branch on.
+pub fn exhausted(reason: &str, message: impl Into<String>) -> Status {
+    Status::with_error_details(
+        Code::ResourceExhausted,
+        message,
+        ErrorDetails::with_error_info(reason, DOMAIN, std::collections::HashMap::new()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_named_field_becomes_a_field_violation() {
+        let status = invalid("problem.dlx: line 3: unknown item \"C\"");
+        let details = status.get_error_details();
+        let bad = details.bad_request().expect("a BadRequest");
+        assert_eq!(bad.field_violations[0].field, "problem.dlx");
+        assert_eq!(
+            bad.field_violations[0].description,
+            "line 3: unknown item \"C\""
+        );
+        assert_eq!(status.code(), Code::InvalidArgument);
+        let plain = invalid("Nothing names a field here");
+        assert!(plain.get_error_details().bad_request().is_none());
+    }
+
+    #[test]
+    fn exhaustion_says_why() {
+        let status = exhausted("TOO_MANY_JOBS", "too many jobs");
+        let details = status.get_error_details();
+        let info = details.error_info().expect("an ErrorInfo");
+        assert_eq!(info.reason, "TOO_MANY_JOBS");
+        assert_eq!(info.domain, DOMAIN);
+    }
+}
