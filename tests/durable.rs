@@ -323,6 +323,16 @@ async fn a_job_killed_at_random_moments_ends_exact_on_local_threads() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_killed_at_random_moments_ends_exact_on_remote_workers() {
+    remote_workers_and_threads("0").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_killed_at_random_moments_ends_exact_on_remote_workers_and_a_thread() {
+    remote_workers_and_threads("1").await;
+}
+
+/// Two `xccd worker` processes, and `threads` local threads beside them.
+async fn remote_workers_and_threads(threads: &str) {
     let mut rng = Rng::new(seed());
     let text = instance("langford12");
     let expected = all_solutions(&text);
@@ -351,7 +361,12 @@ async fn a_job_killed_at_random_moments_ends_exact_on_remote_workers() {
                 &format!("coordinator-{round}"),
                 dir.path(),
                 addr,
-                &["--threads", "0", "--worker-listen", &workers_at.to_string()],
+                &[
+                    "--threads",
+                    threads,
+                    "--worker-listen",
+                    &workers_at.to_string(),
+                ],
             )
         },
         addr,

@@ -146,6 +146,16 @@ struct Clients {
     puzzles: PuzzleClient,
 }
 
+/// A fresh data directory for each server of this process.
+fn data_dir() -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("hostile-store-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
 async fn serve() -> RunningServer {
     start(ServeConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
@@ -155,6 +165,8 @@ async fn serve() -> RunningServer {
             ..PoolConfig::default()
         },
         metrics_listen: None,
+        // Jobs are stored: the store's RPCs are under fire too.
+        data_dir: Some(data_dir()),
         ..ServeConfig::default()
     })
     .await
@@ -240,7 +252,9 @@ enum Call {
     WatchJob(JobRef, pb::WatchJobRequest),
     GetJob(JobRef, pb::GetJobRequest),
     CancelJob(JobRef),
-    ListJobs,
+    ListJobs(pb::ListJobsRequest),
+    ListJobSolutions(JobRef, pb::ListJobSolutionsRequest),
+    DeleteJob(JobRef),
     SolvePuzzle(pb::SolvePuzzleRequest),
     EnumeratePuzzle(pb::EnumeratePuzzleRequest),
     CheckPuzzle(pb::CheckPuzzleRequest),
@@ -256,7 +270,9 @@ impl Call {
             Call::WatchJob(..) => "WatchJob",
             Call::GetJob(..) => "GetJob",
             Call::CancelJob(_) => "CancelJob",
-            Call::ListJobs => "ListJobs",
+            Call::ListJobs(_) => "ListJobs",
+            Call::ListJobSolutions(..) => "ListJobSolutions",
+            Call::DeleteJob(_) => "DeleteJob",
             Call::SolvePuzzle(_) => "SolvePuzzle",
             Call::EnumeratePuzzle(_) => "EnumeratePuzzle",
             Call::CheckPuzzle(_) => "CheckPuzzle",
@@ -423,11 +439,18 @@ async fn send(clients: &Clients, hostile: &Hostile, last_job: &str) -> (Outcome,
                 let m = pb::CancelJobRequest { job_id: id(r) };
                 unary(solver.cancel_job(request(m, h)).await)
             }
-            Call::ListJobs => unary(
-                solver
-                    .list_jobs(request(pb::ListJobsRequest::default(), h))
-                    .await,
-            ),
+            Call::ListJobs(m) => unary(solver.list_jobs(request(m.clone(), h)).await),
+            Call::ListJobSolutions(r, m) => {
+                let m = pb::ListJobSolutionsRequest {
+                    job_id: id(r),
+                    ..m.clone()
+                };
+                unary(solver.list_job_solutions(request(m, h)).await)
+            }
+            Call::DeleteJob(r) => {
+                let m = pb::DeleteJobRequest { job_id: id(r) };
+                unary(solver.delete_job(request(m, h)).await)
+            }
             Call::SolvePuzzle(m) => unary(puzzles.solve_puzzle(request(m.clone(), h)).await),
             Call::EnumeratePuzzle(m) => {
                 drain(
@@ -1234,16 +1257,49 @@ fn call() -> BoxedStrategy<Call> {
                 })
             },
         );
-    let watch = (job_ref(), any::<bool>(), interval()).prop_map(|(r, include_solutions, i)| {
-        Call::WatchJob(
-            r,
-            pb::WatchJobRequest {
-                include_solutions,
-                progress_interval_seconds: i,
-                ..Default::default()
-            },
-        )
+    let index = || prop_oneof![select(vec![0u64, 1, 5, 1000]), Just(u64::MAX), any::<u64>()];
+    let watch = (job_ref(), any::<bool>(), interval(), index()).prop_map(
+        |(r, include_solutions, i, from_solution)| {
+            Call::WatchJob(
+                r,
+                pb::WatchJobRequest {
+                    include_solutions,
+                    progress_interval_seconds: i,
+                    from_solution,
+                    ..Default::default()
+                },
+            )
+        },
+    );
+    let token = || {
+        prop_oneof![
+            Just(String::new()),
+            index().prop_map(|i| format!("1.{i}")),
+            index().prop_map(|i| format!("after/jobs/{i}")),
+            ".*",
+        ]
+    };
+    let page = || prop_oneof![select(vec![0u32, 1, 7, 100_000, 100_001]), any::<u32>()];
+    let list = (page(), token()).prop_map(|(page_size, page_token)| {
+        Call::ListJobs(pb::ListJobsRequest {
+            page_size,
+            page_token,
+        })
     });
+    let list_solutions = (job_ref(), page(), token(), any::<bool>()).prop_map(
+        |(r, page_size, page_token, include_option_text)| {
+            Call::ListJobSolutions(
+                r,
+                pb::ListJobSolutionsRequest {
+                    page_size,
+                    page_token,
+                    include_option_text,
+                    ..Default::default()
+                },
+            )
+        },
+    );
+    let delete = job_ref().prop_map(Call::DeleteJob);
     let get = (
         job_ref(),
         prop_oneof![select(vec![0u32, 1, 2]), Just(u32::MAX)],
@@ -1307,7 +1363,9 @@ fn call() -> BoxedStrategy<Call> {
         2 => watch,
         1 => get,
         1 => cancel,
-        1 => Just(Call::ListJobs),
+        1 => list,
+        2 => list_solutions,
+        1 => delete,
         3 => solve_puzzle,
         2 => enumerate_puzzle,
         2 => check,
@@ -1409,7 +1467,7 @@ fn deep_calls() -> BoxedStrategy<Vec<Hostile>> {
                     },
                     plain(Call::GetJob(JobRef::Last, pb::GetJobRequest::default())),
                     plain(Call::CancelJob(JobRef::Last)),
-                    plain(Call::ListJobs),
+                    plain(Call::ListJobs(pb::ListJobsRequest::default())),
                 ],
             }
         })

@@ -27,7 +27,7 @@ use crate::xcc::Problem;
 /// Solutions per batch of a durable job (and per chunk of the store).
 pub const BATCH_SIZE: usize = 1024;
 /// Batches of solutions a durable job buffers for its writer.
-pub const BUFFER_BATCHES: usize = 256;
+pub const BUFFER_BATCHES: usize = 64;
 
 /// The store and its limits.
 pub struct Durability {
