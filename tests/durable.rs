@@ -476,10 +476,11 @@ async fn a_job_past_its_byte_limit_fails_naming_the_limit() {
         "limit",
         dir.path(),
         addr,
-        &["--threads", "1", "--max-job-store-bytes", "20000"],
+        &["--threads", "1", "--max-job-store-bytes", "200000"],
     );
     let mut client = connect(addr, &mut server).await;
-    let job = submit(&mut client, &instance("queens11")).await;
+    // 73,712 solutions of about 14 bytes: five times the limit.
+    let job = submit(&mut client, &instance("queens13")).await;
     let done = wait_done(&mut client, &job, Duration::from_secs(60)).await;
     let summary = done.summary.expect("a summary");
     assert_eq!(summary.reason, pb::EndReason::Failed as i32);
@@ -488,7 +489,11 @@ async fn a_job_past_its_byte_limit_fails_naming_the_limit() {
         "{}",
         summary.error
     );
-    assert!(done.stored_solutions < 2680);
+    assert!(done.stored_solutions < 73_712);
+    assert_eq!(
+        read_all(&mut client, &job, 100_000).await.len() as u64,
+        done.stored_solutions
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -129,6 +129,23 @@ pub fn run(dir: &Path, filter: Option<&str>) -> Result<(), CliError> {
     Ok(())
 }
 
+/// CPU seconds this process has used (user and system; Linux's
+/// /proc/self/stat, NaN elsewhere).
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return f64::NAN;
+    };
+    // Fields after the command's closing parenthesis: utime is the 14th
+    // field of the line, stime the 15th, in clock ticks (100 a second).
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    match (ticks(11), ticks(12)) {
+        (Some(user), Some(system)) => (user + system) / 100.0,
+        _ => f64::NAN,
+    }
+}
+
 /// Runs a submitted job to its end through `server`; returns its seconds
 /// and message.
 async fn submitted(
@@ -172,7 +189,9 @@ async fn durability(dir: &Path) -> Result<(), CliError> {
     let name = "queens15";
     let (_, text) = load(dir, name)?;
     let memory_server = start_server(2).await?;
+    let cpu = cpu_seconds();
     let (memory_s, memory_job) = submitted(&memory_server, &text).await?;
+    let memory_cpu = cpu_seconds() - cpu;
     let _ = memory_server.shutdown().await;
     let data = std::env::temp_dir().join(format!("xccd-bench-store-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&data);
@@ -182,7 +201,9 @@ async fn durability(dir: &Path) -> Result<(), CliError> {
     })
     .await
     .map_err(|e| CliError::Failed(e.to_string()))?;
+    let cpu = cpu_seconds();
     let (stored_s, job) = submitted(&server, &text).await?;
+    let stored_cpu = cpu_seconds() - cpu;
     let solutions = job.summary.as_ref().map_or(0, |s| s.solutions);
     let memory_solutions = memory_job.summary.as_ref().map_or(0, |s| s.solutions);
     if job.stored_solutions != solutions || solutions != memory_solutions {
@@ -228,16 +249,27 @@ async fn durability(dir: &Path) -> Result<(), CliError> {
     println!();
     println!("durable jobs (SubmitJob, 2 workers): every solution stored vs kept in memory");
     println!(
-        "{:<9} {:>10} {:>9} {:>9} {:>6} {:>11} {:>8} {:>10}",
-        "instance", "solutions", "memory s", "stored s", "ratio", "store bytes", "B/sol", "read s"
+        "{:<9} {:>10} {:>9} {:>9} {:>6} {:>10} {:>10} {:>11} {:>6} {:>7}",
+        "instance",
+        "solutions",
+        "memory s",
+        "stored s",
+        "ratio",
+        "mem cpu s",
+        "store cpu s",
+        "store bytes",
+        "B/sol",
+        "read s"
     );
     println!(
-        "{:<9} {:>10} {:>9.3} {:>9.3} {:>6.2} {:>11} {:>8.1} {:>10.3}",
+        "{:<9} {:>10} {:>9.3} {:>9.3} {:>6.2} {:>10.2} {:>10.2} {:>11} {:>6.1} {:>7.3}",
         name,
         solutions,
         memory_s,
         stored_s,
         stored_s / memory_s,
+        memory_cpu,
+        stored_cpu,
         bytes,
         bytes as f64 / solutions.max(1) as f64,
         read_s

@@ -26,6 +26,8 @@ use crate::xcc::Problem;
 
 /// Solutions per batch of a durable job (and per chunk of the store).
 pub const BATCH_SIZE: usize = 1024;
+/// How long the writer lets batches gather before a transaction.
+const GATHER: Duration = Duration::from_millis(10);
 /// Batches of solutions a durable job buffers for its writer.
 pub const BUFFER_BATCHES: usize = 64;
 
@@ -131,6 +133,12 @@ async fn write_job(pool: Arc<Pool>, durability: Arc<Durability>, job: Arc<Job>) 
                 continue;
             }
         };
+        // A transaction costs more than a batch: let a few more batches
+        // arrive first (the buffer takes longer than this to fill, so no
+        // run waits for it).
+        if matches!(first, Event::Solutions(_)) {
+            tokio::time::sleep(GATHER).await;
+        }
         let mut events = vec![first];
         if let Some(output) = &job.output {
             while events.len() < BUFFER_BATCHES {

@@ -18,6 +18,9 @@ use crate::xcc::{Problem, Solver, Stats};
 
 pub type JobId = u64;
 
+/// How long a durable job's run may hold found solutions for a full batch.
+const DURABLE_BATCH_DELAY: Duration = Duration::from_millis(50);
+
 /// Why a job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EndReason {
@@ -425,7 +428,13 @@ impl Job {
             max_nodes: self.spec.max_nodes.map(|m| m.saturating_sub(spent_nodes)),
             want_solutions,
             batch_size,
-            max_delay: std::time::Duration::ZERO,
+            // A client waits for each batch; the store's writer would rather
+            // have few full ones (a transaction costs more than a batch).
+            max_delay: if self.spec.durable {
+                DURABLE_BATCH_DELAY
+            } else {
+                Duration::ZERO
+            },
             poll_interval: poll_nodes,
             profile: false,
             stop: Some(self.stop.clone()),

@@ -33,8 +33,21 @@ fn get(bytes: &[u8], at: &mut usize) -> Result<u64, StoreError> {
 
 /// Appends `solution` (sorted) to `out`.
 pub fn encode(out: &mut Vec<u8>, solution: &[u32]) {
-    let mut sorted = solution.to_vec();
-    sorted.sort_unstable();
+    let mut scratch = Vec::new();
+    encode_with(out, solution, &mut scratch);
+}
+
+/// [`encode`], sorting in `scratch` (kept between calls: no allocation
+/// per solution).
+pub fn encode_with(out: &mut Vec<u8>, solution: &[u32], scratch: &mut Vec<u32>) {
+    let sorted: &[u32] = if solution.is_sorted() {
+        solution
+    } else {
+        scratch.clear();
+        scratch.extend_from_slice(solution);
+        scratch.sort_unstable();
+        scratch
+    };
     put(out, sorted.len() as u64);
     let mut previous = 0u64;
     for (i, &option) in sorted.iter().enumerate() {

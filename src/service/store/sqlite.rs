@@ -278,8 +278,9 @@ impl JobStore for SqliteStore {
                         continue;
                     }
                     let mut data = Vec::with_capacity(solutions.len() * 16);
+                    let mut scratch = Vec::new();
                     for solution in solutions {
-                        codec::encode(&mut data, solution);
+                        codec::encode_with(&mut data, solution, &mut scratch);
                     }
                     tx.execute(
                         "INSERT INTO solutions (job, first, count, data) VALUES (?1, ?2, ?3, ?4)",
