@@ -257,11 +257,13 @@ async fn check_exact(client: &mut Client, job: &str, expected: &BTreeSet<Vec<u32
     assert_eq!(&set, expected, "the stored solution set");
 }
 
-/// Kills the server (`kill -9`, or SIGTERM on the last round) at random
-/// moments of the job, restarting it on the same directory each time.
+/// Kills the server (`kill -9`; SIGTERM on the last round if `gently`) at
+/// random moments of the job, restarting it on the same directory each
+/// time.
 async fn kill_and_restart(
     rng: &mut Rng,
     rounds: usize,
+    gently: bool,
     mut start: impl FnMut(usize) -> Process,
     addr: SocketAddr,
     text: &str,
@@ -277,7 +279,7 @@ async fn kill_and_restart(
             "round {round}: stopping after {delay} ms with {} solutions stored",
             before.stored_solutions
         );
-        if round == rounds && rng.chance(50) {
+        if round == rounds && gently {
             server.terminate();
         } else {
             server.kill9();
@@ -305,6 +307,7 @@ async fn a_job_killed_at_random_moments_ends_exact_on_local_threads() {
     let (server, mut client, job) = kill_and_restart(
         &mut rng,
         4,
+        true,
         |round| {
             serve(
                 &format!("local-{round}"),
@@ -356,6 +359,7 @@ async fn remote_workers_and_threads(threads: &str) {
     let (server, mut client, job) = kill_and_restart(
         &mut rng,
         3,
+        false,
         |round| {
             serve(
                 &format!("coordinator-{round}"),

@@ -500,11 +500,12 @@ impl Job {
         kept.get(from..).map(<[_]>::to_vec).unwrap_or_default()
     }
 
-    /// Waits until a solution is kept or the job ends (or `timeout`).
+    /// Waits until a solution is kept (or committed to the store) or the
+    /// job ends (a durable one: its end is stored), or `timeout`.
     pub async fn changed(&self, timeout: Duration) {
         let kept = self.kept_notify.notified();
         let done = self.done_notify.notified();
-        if self.summary().is_some() {
+        if self.summary().is_some() && (!self.spec.durable || self.end_stored()) {
             return;
         }
         tokio::select! {

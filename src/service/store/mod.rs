@@ -170,7 +170,8 @@ pub trait JobStore: Send + Sync {
     fn resume(&self) -> StoreResult<Vec<StoredJob>>;
     /// A stored job, without its solutions.
     fn get(&self, id: JobId) -> StoreResult<Option<StoredJob>>;
-    /// Every stored job, in the order of their ids.
+    /// Every stored job, in the order of their ids, without its problem
+    /// and snapshot.
     fn list(&self) -> StoreResult<Vec<StoredJob>>;
     /// Up to `max` committed solutions of job `id` from index `from` on.
     fn solutions(&self, id: JobId, from: u64, max: usize) -> StoreResult<Vec<SolutionIndices>>;

@@ -399,8 +399,11 @@ impl JobStore for SqliteStore {
 
     fn list(&self) -> StoreResult<Vec<StoredJob>> {
         let connection = self.connection.locked();
-        let mut statement =
-            connection.prepare(&format!("SELECT {JOB_COLUMNS} FROM jobs ORDER BY id"))?;
+        // Listing needs neither the problems nor the snapshots, which can
+        // be large.
+        let mut statement = connection.prepare(
+            "SELECT id, request, X'', committed, NULL, ended, bytes FROM jobs ORDER BY id",
+        )?;
         let raw: Vec<RawJob> = statement
             .query_map([], row_to_job)?
             .collect::<Result<_, _>>()?;
