@@ -264,16 +264,12 @@ impl SolverService for SolverApi {
         let req = request.into_inner();
         let interval =
             convert::interval("progress_interval_seconds", req.progress_interval_seconds)?;
-        let batch_size = match req.batch_size as usize {
-            0 => self.config.default_batch_size,
-            n if n > self.config.max_batch_size => {
-                return Err(status::invalid(format!(
-                    "batch_size: {n} exceeds the limit of {}",
-                    self.config.max_batch_size
-                )))
-            }
-            n => n,
-        };
+        let batch_size = status::count(
+            "batch_size",
+            req.batch_size,
+            self.config.default_batch_size,
+            self.config.max_batch_size,
+        )?;
         let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
         let delivery = if req.count_only {
             Delivery::CountOnly
@@ -312,16 +308,12 @@ impl SolverService for SolverApi {
     ) -> Result<Response<pb::SubmitJobResponse>, Status> {
         let caller = Caller::of(&request);
         let req = request.into_inner();
-        let keep = match req.keep_solutions as usize {
-            0 => self.config.default_keep,
-            n if n > self.config.max_keep => {
-                return Err(status::invalid(format!(
-                    "keep_solutions: {n} exceeds the limit of {}",
-                    self.config.max_keep
-                )))
-            }
-            n => n,
-        };
+        let keep = status::count(
+            "keep_solutions",
+            req.keep_solutions,
+            self.config.default_keep,
+            self.config.max_keep,
+        )?;
         let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
         let mut spec = JobSpec {
             limit: nonzero(req.limit),
@@ -524,15 +516,7 @@ impl SolverService for SolverApi {
                 quote(&req.job_id)
             )));
         }
-        let size = match req.page_size as usize {
-            0 => DEFAULT_PAGE,
-            n if n > MAX_PAGE => {
-                return Err(status::invalid(format!(
-                    "page_size: {n} exceeds the limit of {MAX_PAGE}"
-                )))
-            }
-            n => n,
-        };
+        let size = status::count("page_size", req.page_size, DEFAULT_PAGE, MAX_PAGE)?;
         let from = match req.page_token.as_str() {
             "" => 0,
             token => parse_page_token(token, entry.id()).ok_or_else(|| {

@@ -423,15 +423,7 @@ impl PuzzleService for PuzzleApi {
         let req = request.into_inner();
         let interval =
             convert::interval("progress_interval_seconds", req.progress_interval_seconds)?;
-        let batch_size = match req.batch_size as usize {
-            0 => DEFAULT_BATCH,
-            n if n > MAX_BATCH => {
-                return Err(status::invalid(format!(
-                    "batch_size: {n} exceeds the limit of {MAX_BATCH}"
-                )))
-            }
-            n => n,
-        };
+        let batch_size = status::count("batch_size", req.batch_size, DEFAULT_BATCH, MAX_BATCH)?;
         let encoded = self.encode(req.puzzle, deadline).await?;
         let delivery = if req.count_only {
             Delivery::CountOnly

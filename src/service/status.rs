@@ -39,6 +39,16 @@ pub fn invalid(message: impl Into<String>) -> Status {
     }
 }
 
+/// A count a request asks for: `default` for 0, INVALID_ARGUMENT naming
+/// `field` past `max`.
+pub fn count(field: &str, value: u32, default: usize, max: usize) -> Result<usize, Status> {
+    match value as usize {
+        0 => Ok(default),
+        n if n > max => Err(invalid(format!("{field}: {n} exceeds the limit of {max}"))),
+        n => Ok(n),
+    }
+}
+
 /// RESOURCE_EXHAUSTED for `message`, with an `ErrorInfo` whose reason
 /// (`TOO_MANY_JOBS`, `STORE_FULL`, ...) programs can branch on.
 pub fn exhausted(reason: &str, message: impl Into<String>) -> Status {
