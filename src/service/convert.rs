@@ -217,6 +217,17 @@ pub fn duration(d: Duration) -> prost_types::Duration {
     })
 }
 
+/// Seconds since the Unix epoch (0 before it).
+pub fn unix_seconds(t: std::time::SystemTime) -> f64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The time [`unix_seconds`] gave (the epoch for what is not a time).
+pub fn from_unix_seconds(seconds: f64) -> std::time::SystemTime {
+    std::time::UNIX_EPOCH + Duration::try_from_secs_f64(seconds).unwrap_or_default()
+}
+
 /// A time as `google.protobuf.Timestamp`.
 pub fn timestamp(t: std::time::SystemTime) -> prost_types::Timestamp {
     prost_types::Timestamp::from(t)

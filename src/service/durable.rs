@@ -17,6 +17,7 @@ use prost::Message;
 
 use super::callers::Caller;
 use super::cluster::proto::{self as wire, ProblemData};
+use super::convert;
 use super::job::{Delivery, EndReason, Event, Job, JobSpec};
 use super::jobs::{self, JobRegistry};
 use super::pool::Pool;
@@ -66,6 +67,14 @@ fn store_failure(error: &StoreError) -> Failure {
     Failure::Broken(format!("the job store failed: {error}"))
 }
 
+/// Why the store takes no more solutions.
+fn store_full(bytes: u64, limit: u64) -> String {
+    format!(
+        "the job store holds {bytes} bytes of solutions, its limit is {limit} \
+         (--max-store-bytes); delete jobs (DeleteJob) to make room"
+    )
+}
+
 /// The delivery of a durable job's solutions.
 pub fn delivery(count_only: bool) -> Delivery {
     if count_only {
@@ -82,11 +91,9 @@ impl Durability {
     /// Why a new job cannot be stored now, if it cannot.
     pub fn refuse_new_job(&self) -> Option<String> {
         match self.store.total_bytes() {
-            Ok(bytes) if bytes >= self.limits.max_total_bytes => Some(format!(
-                "the job store holds {bytes} bytes of solutions, its limit \
-                 (--max-store-bytes {}); delete jobs (DeleteJob) to make room",
-                self.limits.max_total_bytes
-            )),
+            Ok(bytes) if bytes >= self.limits.max_total_bytes => {
+                Some(store_full(bytes, self.limits.max_total_bytes))
+            }
             Ok(_) => None,
             Err(error) => Some(error.to_string()),
         }
@@ -102,10 +109,7 @@ impl Durability {
                 max_nodes: job.spec.max_nodes,
                 count_only,
                 owner: job.spec.owner.0.as_deref().map(str::to_string),
-                created_unix_seconds: job
-                    .created
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0.0, |d| d.as_secs_f64()),
+                created_unix_seconds: convert::unix_seconds(job.created),
             },
             problem: ProblemData::from(&wire).encode_to_vec(),
         })
@@ -203,10 +207,9 @@ async fn write_job(pool: Arc<Pool>, durability: Arc<Durability>, job: Arc<Job>) 
                         limits.max_job_bytes
                     )));
                 } else if total > limits.max_total_bytes {
-                    job.fail(Failure::Exhausted(format!(
-                        "the job store holds {total} bytes of solutions, more than its limit \
-                         (--max-store-bytes {}); delete jobs (DeleteJob) to make room",
-                        limits.max_total_bytes
+                    job.fail(Failure::Exhausted(store_full(
+                        total,
+                        limits.max_total_bytes,
                     )));
                 }
             }
@@ -272,9 +275,7 @@ pub fn resume_all(
                 spec,
                 &snapshot,
                 stored.committed,
-                std::time::UNIX_EPOCH
-                    + Duration::try_from_secs_f64(stored.request.created_unix_seconds)
-                        .unwrap_or_default(),
+                convert::from_unix_seconds(stored.request.created_unix_seconds),
             )
             .map_err(|e| StoreError::Io(format!("job {}: {e}", stored.id)))?;
         tracing::info!(

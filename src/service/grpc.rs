@@ -420,7 +420,9 @@ impl SolverService for SolverApi {
                     0 => self.config.default_keep,
                     n => n.min(MAX_PAGE),
                 };
-                stored_solutions(self.store()?, entry.clone(), 0, max, true).await?
+                let store = self.store()?;
+                let problem = stored_problem(store.clone(), entry.clone()).await?;
+                stored_solutions(store, entry.id(), 0, max, Some(problem)).await?
             }
             Entry::Live(job) => job
                 .kept_from(0)
@@ -526,8 +528,11 @@ impl SolverService for SolverApi {
                 ))
             })?,
         };
-        let solutions =
-            stored_solutions(store, entry.clone(), from, size, req.include_option_text).await?;
+        let problem = match req.include_option_text {
+            true => Some(stored_problem(store.clone(), entry.clone()).await?),
+            false => None,
+        };
+        let solutions = stored_solutions(store, entry.id(), from, size, problem).await?;
         let next = from + solutions.len() as u64;
         let more = !ended || next < committed;
         Ok(Response::new(pb::ListJobSolutionsResponse {
@@ -598,28 +603,37 @@ fn parse_page_token(token: &str, job: JobId) -> Option<u64> {
     index.parse().ok()
 }
 
-/// Up to `max` stored solutions of a durable job from index `from` on.
-async fn stored_solutions(
-    store: Arc<dyn JobStore>,
-    entry: Entry,
-    from: u64,
-    max: usize,
-    with_text: bool,
-) -> Result<Vec<pb::Solution>, Status> {
-    blocking(move || {
-        let failed = |e: StoreError| Status::internal(e.to_string());
-        let indices = store.solutions(entry.id(), from, max).map_err(failed)?;
-        let problem = match (&entry, with_text) {
-            (_, false) => None,
-            (Entry::Live(job), true) => Some(job.problem.clone()),
-            (Entry::Ended(_), true) => {
+/// The problem of a durable job, for its options' text: a running job's
+/// own, an ended one's rebuilt from the store (once per call, not per page).
+async fn stored_problem(store: Arc<dyn JobStore>, entry: Entry) -> Result<Arc<Problem>, Status> {
+    match entry {
+        Entry::Live(job) => Ok(job.problem.clone()),
+        Entry::Ended(_) => {
+            blocking(move || {
                 let stored = store
                     .get(entry.id())
-                    .map_err(failed)?
+                    .map_err(|e| Status::internal(e.to_string()))?
                     .ok_or_else(|| Status::not_found("the job was deleted"))?;
-                Some(durable::stored_problem(&stored.problem).map_err(Status::internal)?)
-            }
-        };
+                durable::stored_problem(&stored.problem).map_err(Status::internal)
+            })
+            .await
+        }
+    }
+}
+
+/// Up to `max` stored solutions of durable job `id` from index `from` on,
+/// with their options' text if `problem` is given.
+async fn stored_solutions(
+    store: Arc<dyn JobStore>,
+    id: JobId,
+    from: u64,
+    max: usize,
+    problem: Option<Arc<Problem>>,
+) -> Result<Vec<pb::Solution>, Status> {
+    blocking(move || {
+        let indices = store
+            .solutions(id, from, max)
+            .map_err(|e: StoreError| Status::internal(e.to_string()))?;
         Ok(indices
             .into_iter()
             .map(|option_indices| match &problem {
@@ -653,6 +667,8 @@ impl StoredWatch {
         let deadline = self.deadline.unwrap_or(far);
         let mut next = self.from;
         let mut next_progress = Instant::now();
+        // Rebuilt at most once, when the first solution is sent.
+        let mut problem = None;
         loop {
             let (committed, ended, message) = match &self.entry {
                 Entry::Live(job) => {
@@ -669,17 +685,32 @@ impl StoredWatch {
             };
             while next < committed {
                 let max = WATCH_BATCH.min((committed - next) as usize);
-                let batch =
-                    match stored_solutions(self.store.clone(), self.entry.clone(), next, max, true)
-                        .await
-                    {
-                        Ok(batch) if !batch.is_empty() => batch,
-                        Ok(_) => break,
+                if problem.is_none() {
+                    match stored_problem(self.store.clone(), self.entry.clone()).await {
+                        Ok(found) => problem = Some(found),
                         Err(status) => {
                             let _ = tx.send(Err(status)).await;
                             return;
                         }
-                    };
+                    }
+                }
+                let id = self.entry.id();
+                let batch = match stored_solutions(
+                    self.store.clone(),
+                    id,
+                    next,
+                    max,
+                    problem.clone(),
+                )
+                .await
+                {
+                    Ok(batch) if !batch.is_empty() => batch,
+                    Ok(_) => break,
+                    Err(status) => {
+                        let _ = tx.send(Err(status)).await;
+                        return;
+                    }
+                };
                 next += batch.len() as u64;
                 let event = E::Solutions(pb::SolutionBatch { solutions: batch });
                 if !send_until(&tx, wrap(event), deadline).await {
@@ -936,7 +967,8 @@ async fn watch(
                 }
             }
         }
-        let summary = job.summary();
+        // Done as GetJob says it: a durable job once its end is stored.
+        let summary = job.summary().filter(|_| job.is_over());
         if summary.is_some() || Instant::now() >= next_progress {
             let progress = convert::progress(&pool.progress(&job));
             if !send_until(&tx, wrap(E::Progress(progress)), deadline).await {

@@ -333,6 +333,12 @@ impl Job {
         self.kept_notify.notify_waiters();
     }
 
+    /// Whether the job has ended for its readers: a durable one once its
+    /// end is stored, with all its solutions.
+    pub fn is_over(&self) -> bool {
+        self.summary().is_some() && (!self.spec.durable || self.end_stored())
+    }
+
     /// Whether a durable job's writer has finished (see `end_stored`).
     pub fn end_stored(&self) -> bool {
         self.end_stored.load(Ordering::SeqCst)
@@ -505,7 +511,7 @@ impl Job {
     pub async fn changed(&self, timeout: Duration) {
         let kept = self.kept_notify.notified();
         let done = self.done_notify.notified();
-        if self.summary().is_some() && (!self.spec.durable || self.end_stored()) {
+        if self.is_over() {
             return;
         }
         tokio::select! {

@@ -94,11 +94,9 @@ pub fn failed_message(id: JobId, request: &StoredRequest, error: &str) -> pb::Jo
         created_unix_seconds: request.created_unix_seconds,
         durable: true,
         stored_solutions: 0,
-        create_time: std::time::SystemTime::UNIX_EPOCH
-            .checked_add(std::time::Duration::from_secs_f64(
-                request.created_unix_seconds.max(0.0),
-            ))
-            .map(convert::timestamp),
+        create_time: Some(convert::timestamp(convert::from_unix_seconds(
+            request.created_unix_seconds,
+        ))),
     }
 }
 
@@ -127,8 +125,7 @@ impl Entry {
 
 /// The message of a job as it is now.
 pub fn message(pool: &Pool, job: &Job) -> pb::Job {
-    // A durable job is done once its end is stored, with all its solutions.
-    let summary = job.summary().filter(|_| ended(job));
+    let summary = job.summary().filter(|_| job.is_over());
     message_with(pool, job, summary, job.committed())
 }
 
@@ -152,20 +149,11 @@ fn message_with(pool: &Pool, job: &Job, summary: Option<Summary>, stored: u64) -
         state: state as i32,
         progress: Some(convert::progress(&progress)),
         summary: summary.as_ref().map(convert::summary),
-        created_unix_seconds: job
-            .created
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64()),
+        created_unix_seconds: convert::unix_seconds(job.created),
         durable: job.spec.durable,
         stored_solutions: stored,
         create_time: Some(convert::timestamp(job.created)),
     }
-}
-
-/// Whether a job has ended, for its readers: a durable one once its end is
-/// stored.
-fn ended(job: &Job) -> bool {
-    job.summary().is_some() && (!job.spec.durable || job.end_stored())
 }
 
 /// Bytes a solution takes in a record, roughly.
@@ -232,7 +220,13 @@ impl JobRegistry {
 
     /// A stored job that ended before this process started.
     fn stored(&self, id: JobId) -> Option<Entry> {
-        let job = self.store.as_ref()?.get(id).ok()??;
+        let job = match self.store.as_ref()?.get(id) {
+            Ok(job) => job?,
+            Err(error) => {
+                tracing::error!(job = id, %error, "reading a stored job failed");
+                return None;
+            }
+        };
         Some(Entry::Ended(Arc::new(Record::stored(&job)?)))
     }
 
@@ -283,7 +277,7 @@ impl JobRegistry {
             .by_id
             .values()
             .filter_map(|e| match e {
-                Entry::Live(job) if ended(job) => Some(job.clone()),
+                Entry::Live(job) if job.is_over() => Some(job.clone()),
                 _ => None,
             })
             .collect();
