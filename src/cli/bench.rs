@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use xccd::xcc::{CountOnly, Layout, RunConfig, Solver, Task};
+use xccd::xcc::{CountOnly, Engine, Layout, Problem, RunConfig, Solver, Stats, Task};
 
 use super::CliError;
 
@@ -32,6 +32,10 @@ pub struct BenchArgs {
     /// the 8-byte nodes that problems of up to 65,535 nodes get.
     #[arg(long, value_enum, default_value_t = LayoutArg::Auto)]
     pub layout: LayoutArg,
+    /// Which engine to measure: `links` (checked against Knuth's DLX2/DLX3
+    /// counts), `cells` (against SSXCC's), or `both` with the time ratio.
+    #[arg(long, value_enum, default_value_t = EngineArg::Both)]
+    pub engine: EngineArg,
     /// Measure the worker pool and the gRPC service instead (parallel
     /// speedup, streaming, latency); --filter picks among speedup, stream,
     /// latency.
@@ -50,6 +54,13 @@ pub struct BenchArgs {
     /// ...and the workers trust this CA.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub ca_cert: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineArg {
+    Links,
+    Cells,
+    Both,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -76,20 +87,27 @@ fn read_reference(path: &Path) -> HashMap<String, Reference> {
         .filter(|l| !l.starts_with('#') && !l.starts_with("case"))
     {
         let f: Vec<&str> = line.split('\t').collect();
-        if f.len() < 7 {
-            continue;
-        }
         let num = |i: usize| f[i].trim().parse::<u64>().unwrap_or(0);
-        table.insert(
-            f[0].to_string(),
-            Reference {
+        let reference = match f.len() {
+            // knuth-reference.tsv: case solutions algo nodes updates cleansings seconds ...
+            7.. => Reference {
                 solutions: num(1),
                 nodes: num(3),
                 updates: num(4),
                 seconds: f[6].trim().parse().unwrap_or(0.0),
                 program: f[2].to_string(),
             },
-        );
+            // ssxcc-reference.tsv: case solutions nodes updates seconds
+            5 => Reference {
+                solutions: num(1),
+                nodes: num(2),
+                updates: num(3),
+                seconds: f[4].trim().parse().unwrap_or(0.0),
+                program: "ssxcc".to_string(),
+            },
+            _ => continue,
+        };
+        table.insert(f[0].to_string(), reference);
     }
     table
 }
@@ -110,7 +128,8 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
         return super::bench_service::run(&args.dir, args.filter.as_deref());
     }
     let dir = args.dir.join("instances");
-    let reference = read_reference(&args.dir.join("knuth-reference.tsv"));
+    let links_reference = read_reference(&args.dir.join("knuth-reference.tsv"));
+    let cells_reference = read_reference(&args.dir.join("ssxcc-reference.tsv"));
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map_err(|e| CliError::BadInput(format!("cannot read {}: {e}", dir.display())))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -122,9 +141,15 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
         })
         .collect();
     files.sort();
+    let engines: &[Engine] = match args.engine {
+        EngineArg::Links => &[Engine::Links],
+        EngineArg::Cells => &[Engine::Cells],
+        EngineArg::Both => &[Engine::Links, Engine::Cells],
+    };
     println!(
-        "{:<20} {:>10} {:>10} {:>12} {:>5} {:>9} {:>9} {:>9} {:>7}",
+        "{:<20} {:>6} {:>10} {:>10} {:>12} {:>5} {:>9} {:>9} {:>9} {:>6} {:>7}",
         "instance",
+        "engine",
         "solutions",
         "nodes",
         "updates",
@@ -132,6 +157,7 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
         "seconds",
         "Mupd/s",
         "knuth_s",
+        "vs",
         "speedup"
     );
     let mut mismatches = 0;
@@ -142,64 +168,104 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
             .to_string_lossy()
             .to_string();
         let problem = super::solve::read_problem(&path.to_string_lossy())?;
-        let mut best = f64::INFINITY;
-        let mut stats = None;
-        let mut algorithm = "";
-        for _ in 0..args.repeat.max(1) {
-            let start = Instant::now();
-            let mut solver = match args.layout {
-                LayoutArg::Auto => Solver::new(&problem),
-                LayoutArg::Wide => Solver::with_layout(&problem, Layout::Wide),
-            };
-            algorithm = solver.algorithm();
-            let outcome = solver
-                .run(&Task::root(), &RunConfig::default(), &mut CountOnly)
-                .map_err(|e| CliError::Failed(e.to_string()))?;
-            best = best.min(start.elapsed().as_secs_f64());
-            stats = Some(outcome.stats);
-        }
-        let stats = stats.expect("at least one run");
-        let (knuth_s, speedup, flag) = match reference.get(&name) {
-            Some(r) => {
-                let same = r.solutions == stats.solutions
-                    && (r.program != "dlx2" && r.program != "dlx3"
-                        || (r.nodes == stats.nodes && r.updates == stats.updates));
-                if !same {
-                    mismatches += 1;
-                }
-                (
-                    format!("{:.2}", r.seconds),
-                    if best > 0.0 && r.seconds > 0.0 {
-                        format!("{:.2}", r.seconds / best)
-                    } else {
-                        "-".into()
-                    },
-                    if same {
-                        ""
-                    } else {
-                        "  counts differ from Knuth's!"
-                    },
-                )
+        let mut seconds = Vec::new();
+        for &engine in engines {
+            if !engine.supports(&problem) {
+                println!(
+                    "{name:<20} {:>6} (no multiplicities in this engine)",
+                    engine.name()
+                );
+                continue;
             }
-            None => ("-".into(), "-".into(), ""),
-        };
-        println!(
-            "{:<20} {:>10} {:>10} {:>12} {:>5} {:>9.3} {:>9.1} {:>9} {:>7}{flag}",
-            name,
-            stats.solutions,
-            stats.nodes,
-            stats.updates,
-            algorithm,
-            best,
-            stats.updates as f64 / best.max(1e-9) / 1e6,
-            knuth_s,
-            speedup
-        );
+            let (best, stats, algorithm) = measure(&problem, engine, args.layout, args.repeat)?;
+            seconds.push(best);
+            let reference = match engine {
+                Engine::Links => &links_reference,
+                Engine::Cells => &cells_reference,
+            };
+            let (knuth_s, program, speedup, flag) = match reference.get(&name) {
+                Some(r) => {
+                    // Only the program whose search this engine follows has
+                    // comparable node and update counts.
+                    let same_tree = matches!(r.program.as_str(), "dlx2" | "dlx3" | "ssxcc");
+                    let same = r.solutions == stats.solutions
+                        && (!same_tree || (r.nodes == stats.nodes && r.updates == stats.updates));
+                    if !same {
+                        mismatches += 1;
+                    }
+                    (
+                        format!("{:.2}", r.seconds),
+                        r.program.clone(),
+                        if best > 0.0 && r.seconds > 0.0 {
+                            format!("{:.2}", r.seconds / best)
+                        } else {
+                            "-".into()
+                        },
+                        if same {
+                            ""
+                        } else {
+                            "  counts differ from Knuth's!"
+                        },
+                    )
+                }
+                None => ("-".into(), "-".into(), "-".into(), ""),
+            };
+            println!(
+                "{:<20} {:>6} {:>10} {:>10} {:>12} {:>5} {:>9.3} {:>9.1} {:>9} {:>6} {:>7}{flag}",
+                name,
+                engine.name(),
+                stats.solutions,
+                stats.nodes,
+                stats.updates,
+                algorithm,
+                best,
+                stats.updates as f64 / best.max(1e-9) / 1e6,
+                knuth_s,
+                program,
+                speedup
+            );
+        }
+        if let [links, cells] = seconds[..] {
+            println!(
+                "{name:<20} {:>6} cells/links time ratio {:.2}",
+                "ratio",
+                cells / links.max(1e-9)
+            );
+        }
     }
     if mismatches > 0 {
         return Err(CliError::Failed(format!(
-            "{mismatches} instance(s) disagree with Knuth's counts"
+            "{mismatches} row(s) disagree with Knuth's counts"
         )));
     }
     Ok(())
+}
+
+/// The fastest of `repeat` count-only runs of `engine`: seconds, counts and
+/// algorithm.
+fn measure(
+    problem: &Problem,
+    engine: Engine,
+    layout: LayoutArg,
+    repeat: u32,
+) -> Result<(f64, Stats, &'static str), CliError> {
+    let mut best = f64::INFINITY;
+    let mut stats = None;
+    let mut algorithm = "";
+    for _ in 0..repeat.max(1) {
+        let start = Instant::now();
+        let mut solver = match (engine, layout) {
+            (Engine::Links, LayoutArg::Wide) => Solver::with_layout(problem, Layout::Wide),
+            _ => {
+                Solver::with_engine(problem, engine).map_err(|e| CliError::Failed(e.to_string()))?
+            }
+        };
+        algorithm = solver.algorithm();
+        let outcome = solver
+            .run(&Task::root(), &RunConfig::default(), &mut CountOnly)
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+        best = best.min(start.elapsed().as_secs_f64());
+        stats = Some(outcome.stats);
+    }
+    Ok((best, stats.expect("at least one run"), algorithm))
 }

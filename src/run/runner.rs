@@ -210,7 +210,7 @@ pub fn run_task<P: Port>(
         }
         Err(panic) => {
             // The links are wherever the panic left them.
-            *solver = Solver::with_layout(problem, solver.layout());
+            *solver = solver.rebuilt(problem);
             return driver.failed(format!("the search panicked: {}", panic_text(&*panic)));
         }
     };

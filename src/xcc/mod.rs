@@ -1,5 +1,6 @@
 //! The engine: problem model, Knuth's DLX text format, and the dancing-links
 //! search (Algorithms X, C and M) with splittable subtree tasks.
+mod cells;
 pub mod dlx_format;
 mod links;
 pub mod problem;
@@ -10,7 +11,7 @@ pub(crate) mod testing;
 
 pub use problem::{Problem, ProblemBuilder, ProblemError};
 pub use search::{
-    Collect, CountOnly, Flow, Layout, Outcome, PathNode, ProgressView, Request, RunConfig,
-    SolutionView, Solver, Stats, Status, TaskError, Visitor,
+    Collect, CountOnly, Engine, Flow, Layout, Outcome, PathNode, ProgressView, Request, RunConfig,
+    SolutionView, Solver, Stats, Status, TaskError, UnsupportedEngine, Visitor,
 };
 pub use task::{Cut, Decision, Task, ALL};

@@ -19,6 +19,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use super::cells::Cells;
 use super::links::{node_count, Links, Narrow, NodeRepr, Wide, ROOT};
 use super::problem::Problem;
 use super::task::{Cut, Decision, Task, ALL};
@@ -182,7 +183,17 @@ pub struct SolutionView<'a> {
     last_itm: u32,
 }
 
-impl SolutionView<'_> {
+impl<'a> SolutionView<'a> {
+    /// A view of the chosen nodes `choices` (those above `last_itm` are
+    /// option nodes), named through `node_option`.
+    pub(crate) fn new(choices: &'a [u32], node_option: &'a [u32], last_itm: u32) -> Self {
+        SolutionView {
+            choices,
+            node_option,
+            last_itm,
+        }
+    }
+
     /// Writes the chosen option indices, ascending, into `out`.
     pub fn options_into(&self, out: &mut Vec<usize>) {
         out.clear();
@@ -253,21 +264,26 @@ pub struct TaskError {
     pub position: Decision,
 }
 
-/// A solver for one problem: the links plus the search stacks. Build one per
-/// worker thread and run any number of tasks on it, one after the other.
+/// A solver for one problem: an engine's data plus its search stacks.
+/// Build one per worker thread and run any number of tasks on it, one after
+/// the other.
 ///
-/// Problems of at most 65,535 nodes get half-size nodes (see
-/// `links::Narrow`); the search is the same step for step.
+/// Two engines: dancing links ([`Engine::Links`], Knuth's DLX2/DLX3; problems
+/// of at most 65,535 nodes get half-size nodes, see `links::Narrow`) and
+/// dancing cells ([`Engine::Cells`], Knuth's SSXCC: sparse sets, no
+/// multiplicities). Their search trees differ, so a task made by one engine
+/// names nothing in the other's tree: every run of a search uses one engine.
 pub struct Solver {
-    engine: Engine,
+    engine: Inner,
 }
 
-enum Engine {
+enum Inner {
     Narrow(Box<Search<Narrow>>),
     Wide(Box<Search<Wide>>),
+    Cells(Box<Cells>),
 }
 
-/// Which node layout a [`Solver`] uses.
+/// Which node layout a links [`Solver`] uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
     /// 8-byte nodes, for problems of at most 65,535 nodes.
@@ -276,14 +292,91 @@ pub enum Layout {
     Wide,
 }
 
+/// The search engines, each with its own search tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Engine {
+    /// Dancing links: Algorithms X, C (DLX1/DLX2) and M (DLX3).
+    Links,
+    /// Dancing cells: Algorithm C on sparse sets (SSXCC); no multiplicities.
+    Cells,
+}
+
+impl Engine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Links => "links",
+            Engine::Cells => "cells",
+        }
+    }
+
+    /// Whether this engine can search `problem`.
+    pub fn supports(self, problem: &Problem) -> bool {
+        match self {
+            Engine::Links => true,
+            Engine::Cells => Cells::supports(problem),
+        }
+    }
+
+    /// The engine `auto` picks for `problem`: dancing cells whenever they
+    /// can (every problem without multiplicities), links otherwise.
+    ///
+    /// Measured with `xccd bench` (README, "Choosing an engine"): SSXCC's
+    /// search tree is never larger than DLX2's (it stops a branch as soon as
+    /// an item loses its last option and forces items left with one), and
+    /// our cells engine runs it faster than the links engine runs DLX2's on
+    /// every benchmark instance.
+    pub fn auto(problem: &Problem) -> Engine {
+        if Cells::supports(problem) {
+            Engine::Cells
+        } else {
+            Engine::Links
+        }
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Engine, String> {
+        match s {
+            "links" => Ok(Engine::Links),
+            "cells" => Ok(Engine::Cells),
+            _ => Err(format!("unknown engine '{s}' (expected links or cells)")),
+        }
+    }
+}
+
+/// A problem the chosen engine cannot search.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the {engine} engine cannot search this problem: it has items with multiplicities (use the links engine)")]
+pub struct UnsupportedEngine {
+    pub engine: Engine,
+}
+
 impl Solver {
-    /// A solver with 8-byte nodes if the problem fits them, else 16-byte.
+    /// A links solver with 8-byte nodes if the problem fits them, else 16-byte.
     pub fn new(problem: &Problem) -> Solver {
         Solver::with_layout(problem, Layout::Narrow)
     }
 
-    /// A solver with the given node layout; `Narrow` falls back to `Wide`
-    /// when the problem does not fit. (For tests and benchmarks: both
+    /// A solver running `engine`.
+    pub fn with_engine(problem: &Problem, engine: Engine) -> Result<Solver, UnsupportedEngine> {
+        match engine {
+            Engine::Links => Ok(Solver::new(problem)),
+            Engine::Cells if Cells::supports(problem) => Ok(Solver {
+                engine: Inner::Cells(Box::new(Cells::new(problem))),
+            }),
+            Engine::Cells => Err(UnsupportedEngine { engine }),
+        }
+    }
+
+    /// A links solver with the given node layout; `Narrow` falls back to
+    /// `Wide` when the problem does not fit. (For tests and benchmarks: both
     /// layouts must count the same.)
     pub fn with_layout(problem: &Problem, layout: Layout) -> Solver {
         let fits = Narrow::fits(
@@ -292,26 +385,46 @@ impl Solver {
             problem.colors().len(),
         );
         let engine = if layout == Layout::Narrow && fits {
-            Engine::Narrow(Box::new(Search::new(problem)))
+            Inner::Narrow(Box::new(Search::new(problem)))
         } else {
-            Engine::Wide(Box::new(Search::new(problem)))
+            Inner::Wide(Box::new(Search::new(problem)))
         };
         Solver { engine }
     }
 
-    /// The node layout in use.
+    /// A fresh solver like this one (same engine and layout), for `problem`.
+    pub fn rebuilt(&self, problem: &Problem) -> Solver {
+        match &self.engine {
+            Inner::Narrow(_) => Solver::with_layout(problem, Layout::Narrow),
+            Inner::Wide(_) => Solver::with_layout(problem, Layout::Wide),
+            Inner::Cells(_) => {
+                Solver::with_engine(problem, Engine::Cells).unwrap_or_else(|_| Solver::new(problem))
+            }
+        }
+    }
+
+    /// The engine in use.
+    pub fn engine(&self) -> Engine {
+        match self.engine {
+            Inner::Narrow(_) | Inner::Wide(_) => Engine::Links,
+            Inner::Cells(_) => Engine::Cells,
+        }
+    }
+
+    /// The node layout in use (cells count as `Wide`: no half-size form yet).
     pub fn layout(&self) -> Layout {
         match self.engine {
-            Engine::Narrow(_) => Layout::Narrow,
-            Engine::Wide(_) => Layout::Wide,
+            Inner::Narrow(_) => Layout::Narrow,
+            Inner::Wide(_) | Inner::Cells(_) => Layout::Wide,
         }
     }
 
     /// Which of Knuth's algorithms this problem needs.
     pub fn algorithm(&self) -> &'static str {
         match &self.engine {
-            Engine::Narrow(s) => s.algorithm(),
-            Engine::Wide(s) => s.algorithm(),
+            Inner::Narrow(s) => s.algorithm(),
+            Inner::Wide(s) => s.algorithm(),
+            Inner::Cells(s) => s.algorithm(),
         }
     }
 
@@ -323,15 +436,17 @@ impl Solver {
         visitor: &mut V,
     ) -> Result<Outcome, TaskError> {
         match &mut self.engine {
-            Engine::Narrow(s) => s.run(task, config, visitor),
-            Engine::Wide(s) => s.run(task, config, visitor),
+            Inner::Narrow(s) => s.run(task, config, visitor),
+            Inner::Wide(s) => s.run(task, config, visitor),
+            Inner::Cells(s) => s.run(task, config, visitor),
         }
     }
 
     /// What `path` leads to, for Algorithms X and C: the option taken at
     /// each level, and the alternatives at the node it reaches (the options
-    /// of its branching item's list, in order; none at a solution). `None`
-    /// for Algorithm M, whose alternatives are not options alone.
+    /// of its branching item's list, in the order positions name them; none
+    /// at a solution). `None` for Algorithm M, whose alternatives are not
+    /// options alone.
     ///
     /// A solution lies in the subtrees `[from, to)` of that node exactly
     /// when it holds every option taken and its option among the
@@ -339,8 +454,9 @@ impl Solver {
     /// check that a worker's solution belongs to the task it leased.
     pub fn describe(&mut self, path: &[Decision]) -> Result<Option<PathNode>, TaskError> {
         match &mut self.engine {
-            Engine::Narrow(s) => s.describe(path),
-            Engine::Wide(s) => s.describe(path),
+            Inner::Narrow(s) => s.describe(path),
+            Inner::Wide(s) => s.describe(path),
+            Inner::Cells(s) => s.describe(path).map(Some),
         }
     }
 }

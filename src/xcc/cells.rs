@@ -1,0 +1,1005 @@
+//! Algorithm C on sparse sets ("dancing cells"), after Knuth's SSXCC
+//! (TAOCP 7.2.2.3 pre-fascicle, with Christine Solnon's improvements: the
+//! sizes of the active sets are saved on a stack, and items with a single
+//! option left are forced without branching).
+//!
+//! Data, as in SSXCC:
+//! - `set` holds, for each item `x` (an index into `set`), its position in
+//!   the active list at `x - 2`, its size at `x - 1`, and the nodes of its
+//!   active options at `x .. x + size`; inactive options sit just past the
+//!   size, so undoing a deletion is restoring a size;
+//! - `item` is the sparse-set active list: `item[pos(x)] == x`, the first
+//!   `active` entries are the active items (primary and not purified
+//!   secondary ones);
+//! - `nd` holds the options, one cell per item occurrence (`itm` is the
+//!   item, `loc` where the cell sits in the item's set), options separated
+//!   by spacers whose `itm` is minus the length of the option before them,
+//!   so that `q + itm` jumps back to that option's first cell.
+//!
+//! Every search here follows SSXCC step by step, so a run from the root
+//! visits the same nodes in the same order and counts the same nodes and
+//! updates (a swap of an item out of the active list, or the removal of an
+//! option from an item's set, is an update).
+//!
+//! # Naming the subtrees of a node
+//!
+//! SSXCC undoes deletions by restoring sizes, not orders, so the order of an
+//! item's set at a node depends on everything explored before. A task's
+//! path must name the same alternatives on any worker, so alternatives are
+//! named by their *rank*: the position of the option's cell among the
+//! node's alternatives sorted by cell index (the problem's option order).
+//! The search still tries them in SSXCC's order; a level whose range does
+//! not hold every alternative skips the ones whose rank is outside it.
+//! Every run starts from the pristine arrays, so a task is explored the same
+//! way wherever it runs.
+//!
+//! A give-away hands out the ranks above every rank already tried at the
+//! shallowest level that has any, so the given range holds no tried
+//! alternative; a checkpoint turns each maximal interval of untried ranks
+//! into a task.
+//!
+//! Forced moves (one option left) happen in an order that depends on the
+//! history, but the options they force do not: at a branching node the
+//! state is the same whatever the order, so paths through forced levels
+//! (always rank 0) replay to the same branching nodes. A replay whose forced
+//! moves meet a contradiction the original met later has an empty subtree,
+//! as the original's was; such a task ends with no solution. Split runs
+//! find exactly the unsplit solutions; their node and update counts may
+//! differ slightly from the unsplit run's, since the work of a forced chain
+//! that fails depends on its order.
+
+use std::sync::atomic::Ordering;
+
+use super::problem::Problem;
+use super::search::{
+    Flow, Outcome, PathNode, ProgressView, Request, RunConfig, SolutionView, Stats, Status,
+    TaskError,
+};
+use super::task::{Cut, Decision, Task, ALL};
+
+/// A cell: an item occurrence in an option, or a spacer (`itm < 0`).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+struct Cell {
+    itm: i32,
+    loc: u32,
+}
+
+/// "No branching item": the size SSXCC uses for "no active primary item".
+const NONE: u32 = u32::MAX;
+
+/// How a run ends, before the bookkeeping.
+enum Exit {
+    Done,
+    Stop(Status),
+    Checkpoint,
+}
+
+pub(crate) struct Cells {
+    nd: Vec<Cell>,
+    /// Color of each cell: 0 uncolored, else the color's index + 1.
+    clr: Vec<u32>,
+    set: Vec<u32>,
+    item: Vec<u32>,
+    /// The arrays as built, copied back at the start of every run.
+    nd0: Vec<Cell>,
+    set0: Vec<u32>,
+    item0: Vec<u32>,
+    items: u32,
+    /// Items `x < second` are primary.
+    second: u32,
+    /// A primary item without options: SSXCC then reports nothing at all.
+    bad_item: bool,
+    node_option: Vec<u32>,
+    colors: bool,
+    active: u32,
+    updates: u64,
+    force: Vec<u32>,
+    save: Vec<(u32, u32)>,
+    // Per level.
+    saved: Vec<usize>,
+    choice: Vec<u32>,
+    /// Position in the branching item's set of the alternative being tried
+    /// (SSXCC's "k - 1" of its progress line).
+    pos: Vec<Decision>,
+    degree: Vec<Decision>,
+    /// The range of ranks this run owns at each level.
+    lo: Vec<Decision>,
+    hi: Vec<Decision>,
+    /// Whether some alternative's rank may be outside `lo..hi`.
+    filtered: Vec<bool>,
+    /// Alternatives of the range tried before the current one.
+    tried: Vec<Decision>,
+    /// Weight of one alternative at each level from the task's own down.
+    unit: Vec<f64>,
+    // Per run.
+    stats: Stats,
+    base: usize,
+    count_base: bool,
+    fresh_base: bool,
+    replay_mark: Option<u64>,
+    task_weight: f64,
+    given_weight: f64,
+    countdown: u64,
+    cuts: Vec<Cut>,
+}
+
+impl Cells {
+    /// Whether this engine can search `problem` (it has no multiplicities).
+    pub(crate) fn supports(problem: &Problem) -> bool {
+        !problem.has_multiplicities()
+    }
+
+    pub(crate) fn new(problem: &Problem) -> Cells {
+        let items = problem.items();
+        let n = items.len();
+        // Primary items first, then secondary ones, each in input order.
+        let order: Vec<usize> = (0..n)
+            .filter(|&i| items[i].is_primary())
+            .chain((0..n).filter(|&i| !items[i].is_primary()))
+            .collect();
+        let mut size = vec![0u32; n];
+        for (index, option) in problem.options().iter().enumerate() {
+            if !problem.is_dropped(index) {
+                for e in option {
+                    size[e.item] += 1;
+                }
+            }
+        }
+        let mut base_of = vec![0u32; n];
+        let mut set = Vec::with_capacity(problem.entries() + 2 * n + 2);
+        let mut item = Vec::with_capacity(n);
+        let mut second = None;
+        let mut bad_item = false;
+        for (k, &i) in order.iter().enumerate() {
+            if !items[i].is_primary() && second.is_none() {
+                second = Some(set.len() as u32 + 2);
+            }
+            if items[i].is_primary() && size[i] == 0 {
+                bad_item = true;
+            }
+            set.push(k as u32); // pos
+            set.push(size[i]); // size
+            base_of[i] = set.len() as u32;
+            item.push(set.len() as u32);
+            set.resize(set.len() + size[i] as usize, 0);
+        }
+        let second = second.unwrap_or(set.len() as u32 + 2);
+        let mut fill = vec![0u32; n];
+        let mut nd = vec![Cell::default()];
+        let mut clr = vec![0u32];
+        let mut node_option = vec![u32::MAX];
+        for (index, option) in problem.options().iter().enumerate() {
+            if problem.is_dropped(index) {
+                continue;
+            }
+            for e in option {
+                let x = base_of[e.item];
+                let loc = x + fill[e.item];
+                fill[e.item] += 1;
+                set[loc as usize] = nd.len() as u32;
+                nd.push(Cell { itm: x as i32, loc });
+                clr.push(e.color.map_or(0, |c| c + 1));
+                node_option.push(index as u32);
+            }
+            nd.push(Cell {
+                itm: -(option.len() as i32),
+                loc: 0,
+            });
+            clr.push(0);
+            node_option.push(u32::MAX);
+        }
+        // A solution has at most one option per primary item; forced moves
+        // and branchings each choose one.
+        let depth = problem.primary_count() + 2;
+        Cells {
+            nd0: nd.clone(),
+            set0: set.clone(),
+            item0: item.clone(),
+            nd,
+            clr,
+            set,
+            item,
+            items: n as u32,
+            second,
+            bad_item,
+            node_option,
+            colors: problem.has_colors(),
+            active: n as u32,
+            updates: 0,
+            force: Vec::with_capacity(n),
+            save: Vec::new(),
+            saved: vec![0; depth + 1],
+            choice: vec![0; depth],
+            pos: vec![0; depth],
+            degree: vec![0; depth],
+            lo: vec![0; depth],
+            hi: vec![0; depth],
+            filtered: vec![false; depth],
+            tried: vec![0; depth],
+            unit: vec![0.0; depth],
+            stats: Stats::default(),
+            base: 0,
+            count_base: true,
+            fresh_base: true,
+            replay_mark: None,
+            task_weight: 1.0,
+            given_weight: 0.0,
+            countdown: 0,
+            cuts: Vec::new(),
+        }
+    }
+
+    pub(crate) fn algorithm(&self) -> &'static str {
+        if self.colors {
+            "C"
+        } else {
+            "X"
+        }
+    }
+
+    fn reset(&mut self) {
+        self.nd.copy_from_slice(&self.nd0);
+        self.set.copy_from_slice(&self.set0);
+        self.item.copy_from_slice(&self.item0);
+        self.active = self.items;
+        self.force.clear();
+        self.save.clear();
+        self.saved[0] = 0;
+        self.updates = 0;
+    }
+
+    // ----- The sparse sets -----
+
+    #[inline(always)]
+    fn size(&self, x: u32) -> u32 {
+        self.set[x as usize - 1]
+    }
+    #[inline(always)]
+    fn set_size(&mut self, x: u32, s: u32) {
+        self.set[x as usize - 1] = s;
+    }
+    #[inline(always)]
+    fn position(&self, x: u32) -> u32 {
+        self.set[x as usize - 2]
+    }
+
+    /// Swaps item `x` (active, at `pos(x) < last`) to position `last - 1`.
+    #[inline(always)]
+    fn swap_out(&mut self, x: u32, last: u32) {
+        let p = last - 1;
+        let pp = self.position(x);
+        let other = self.item[p as usize];
+        self.item[p as usize] = x;
+        self.item[pp as usize] = other;
+        self.set[other as usize - 2] = pp;
+        self.set[x as usize - 2] = p;
+        self.updates += 1;
+    }
+
+    /// SSXCC's `hide`: removes the options of item `c` that do not agree
+    /// with `color` (all of them for 0) from the sets of the other items
+    /// that were active before this step (`pos < oactive`). With `check`,
+    /// returns false as soon as an active primary item is left with no
+    /// option, and pushes those left with one on the force stack.
+    #[inline(always)]
+    fn hide(&mut self, c: u32, color: u32, check: bool, oactive: u32) -> bool {
+        let end = c + self.size(c);
+        for rr in c..end {
+            let tt = self.set[rr as usize];
+            if color != 0 && self.clr[tt as usize] == color {
+                continue;
+            }
+            let mut nn = tt + 1;
+            while nn != tt {
+                let Cell { itm, loc } = self.nd[nn as usize];
+                if itm < 0 {
+                    nn = (nn as i32 + itm) as u32;
+                    continue;
+                }
+                let uu = itm as u32;
+                let pu = self.position(uu);
+                if pu < oactive {
+                    let ss = self.size(uu) - 1;
+                    if ss <= 1 && check && uu < self.second && pu < self.active {
+                        if ss == 0 {
+                            return false;
+                        }
+                        self.force.push(uu);
+                    }
+                    let nnp = self.set[(uu + ss) as usize];
+                    self.set_size(uu, ss);
+                    self.set[(uu + ss) as usize] = nn;
+                    self.set[loc as usize] = nnp;
+                    self.nd[nn as usize].loc = uu + ss;
+                    self.nd[nnp as usize].loc = loc;
+                    self.updates += 1;
+                }
+                nn += 1;
+            }
+        }
+        true
+    }
+
+    /// The item to branch on at a node, by SSXCC's rule: among the active
+    /// primary items, every one with a single option goes on the force
+    /// stack; otherwise the one with the fewest options, the earliest item
+    /// on ties. `NONE` when no primary item is active (a solution).
+    #[inline(always)]
+    fn choose(&mut self) -> (u32, u32) {
+        let mut best = NONE;
+        let mut t = NONE;
+        for k in 0..self.active {
+            let x = self.item[k as usize];
+            if x >= self.second {
+                continue;
+            }
+            let s = self.size(x);
+            if s <= 1 {
+                // (An item with none was caught by `hide`.)
+                self.force.push(x);
+            } else if s <= t && (s < t || x < best) {
+                best = x;
+                t = s;
+            }
+        }
+        (best, t)
+    }
+
+    /// Takes `best` out of the active list and hides its options.
+    #[inline(always)]
+    fn open(&mut self, best: u32) {
+        let active = self.active;
+        self.swap_out(best, active);
+        self.active = active - 1;
+        self.hide(best, 0, false, self.active);
+    }
+
+    /// SSXCC's "save the currently active sizes" for level `level`.
+    #[inline(always)]
+    fn save_sizes(&mut self, level: usize) {
+        let start = self.saved[level];
+        let active = self.active as usize;
+        self.save.truncate(start);
+        self.save.reserve(active);
+        for p in 0..active {
+            let x = self.item[p];
+            let s = self.size(x);
+            self.save.push((x, s));
+        }
+        self.saved[level + 1] = start + active;
+    }
+
+    #[inline(always)]
+    fn restore_sizes(&mut self, level: usize) {
+        let (start, end) = (self.saved[level], self.saved[level + 1]);
+        self.active = (end - start) as u32;
+        for k in start..end {
+            let (x, s) = self.save[k];
+            self.set[x as usize - 1] = s;
+        }
+    }
+
+    /// Covers the other items of the option of cell `cur`: swaps them out
+    /// of the active list, then hides their conflicting options. False when
+    /// that leaves an active primary item without options.
+    #[inline(always)]
+    fn try_option(&mut self, cur: u32) -> bool {
+        let oactive = self.active;
+        let mut p = oactive;
+        let mut q = cur + 1;
+        while q != cur {
+            let c = self.nd[q as usize].itm;
+            if c < 0 {
+                q = (q as i32 + c) as u32;
+                continue;
+            }
+            if self.position(c as u32) < p {
+                self.swap_out(c as u32, p);
+                p -= 1;
+            }
+            q += 1;
+        }
+        self.active = p;
+        let mut q = cur + 1;
+        while q != cur {
+            let cc = self.nd[q as usize].itm;
+            if cc < 0 {
+                q = (q as i32 + cc) as u32;
+                continue;
+            }
+            let cc = cc as u32;
+            let ok = if cc < self.second {
+                self.hide(cc, 0, true, oactive)
+            } else if self.position(cc) < oactive {
+                self.hide(cc, self.clr[q as usize], true, oactive)
+            } else {
+                true // purified already
+            };
+            if !ok {
+                self.force.clear();
+                return false;
+            }
+            q += 1;
+        }
+        true
+    }
+
+    /// The rank of cell `y` among the alternatives of `best` (see the
+    /// module's doc).
+    fn rank(&self, best: u32, y: u32) -> Decision {
+        let s = &self.set[best as usize..(best + self.size(best)) as usize];
+        s.iter().filter(|&&z| z < y).count() as Decision
+    }
+
+    /// Ranks of the alternatives chosen at levels `0..level`.
+    fn rank_path(&self, level: usize) -> Vec<Decision> {
+        (0..level)
+            .map(|l| {
+                let cur = self.choice[l];
+                self.rank(self.nd[cur as usize].itm as u32, cur)
+            })
+            .collect()
+    }
+
+    // ----- Runs -----
+
+    pub(crate) fn run<V: super::search::Visitor>(
+        &mut self,
+        task: &Task,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Result<Outcome, TaskError> {
+        self.reset();
+        self.stats = Stats::default();
+        self.base = task.path.len();
+        self.count_base = task.path.is_empty() && task.from == 0 && task.to == ALL;
+        self.fresh_base = task.from == 0 && task.to == ALL;
+        self.replay_mark = None;
+        self.task_weight = task.weight;
+        self.given_weight = 0.0;
+        self.countdown = config.poll_interval.max(1);
+        self.cuts.clone_from(&task.cuts);
+        if config.max_solutions == Some(0) || self.bad_item {
+            let status = if self.bad_item {
+                Status::Exhausted
+            } else {
+                Status::SolutionLimit
+            };
+            return Ok(Outcome {
+                status,
+                stats: Stats::default(),
+                remaining: Vec::new(),
+            });
+        }
+        if self.base + 2 > self.choice.len() {
+            return Err(TaskError {
+                level: self.choice.len() - 2,
+                position: 0,
+            });
+        }
+        let result = self.search(task, config, visitor);
+        let replay = self.replay_mark.unwrap_or(self.updates);
+        self.stats.updates = self.updates - replay;
+        self.stats.replay_updates = replay;
+        let (status, remaining) = result?;
+        Ok(Outcome {
+            status,
+            stats: std::mem::take(&mut self.stats),
+            remaining,
+        })
+    }
+
+    /// SSXCC's main loop, with task ranges. Labels follow Knuth's.
+    fn search<V: super::search::Visitor>(
+        &mut self,
+        task: &Task,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Result<(Status, Vec<Task>), TaskError> {
+        #[derive(Clone, Copy)]
+        enum Step {
+            Forward,
+            Advance,
+            Backup,
+            Abort,
+        }
+        let mut level = 0usize;
+        let mut step = Step::Forward;
+        // The cell of `set` being tried at `level`, and its item.
+        let mut cur_choice = 0u32;
+        let mut best = 0u32;
+        let exit = loop {
+            match step {
+                Step::Forward => {
+                    if let Some(exit) = self.enter_node(level, config, visitor) {
+                        break self.finish(exit, level, task);
+                    }
+                    if config.check_partial && level > self.base && !self.accepts(level, visitor) {
+                        self.force.clear();
+                        step = Step::Backup;
+                        continue;
+                    }
+                    // "Maybe do a forced move" left from the level above.
+                    let mut forced = NONE;
+                    while let Some(x) = self.force.pop() {
+                        if self.position(x) < self.active {
+                            forced = x;
+                            break;
+                        }
+                    }
+                    let t = if forced != NONE {
+                        1
+                    } else {
+                        let (b, t) = self.choose();
+                        if let Some(x) = self.force.pop() {
+                            forced = x;
+                            1
+                        } else {
+                            best = b;
+                            t
+                        }
+                    };
+                    if forced != NONE {
+                        best = forced;
+                        self.open(best);
+                        self.saved[level + 1] = self.saved[level];
+                    } else if t == NONE {
+                        if level < self.base {
+                            // The path goes on below a solution.
+                            return Err(TaskError {
+                                level,
+                                position: task.path[level],
+                            });
+                        }
+                        if level == self.base && task.from > 0 {
+                            // The node's only "alternative" is itself.
+                            break self.finish(Exit::Done, level, task);
+                        }
+                        if let Some(exit) = self.record(level, config, visitor) {
+                            break self.finish(exit, level, task);
+                        }
+                        step = Step::Backup;
+                        continue;
+                    } else {
+                        self.open(best);
+                        self.save_sizes(level);
+                    }
+                    self.enter_level(level, task, t);
+                    cur_choice = best;
+                    if level == self.base && !self.fresh_base {
+                        self.end_replay();
+                    }
+                    step = Step::Advance;
+                }
+                Step::Advance => {
+                    // Skip the alternatives outside this run's range.
+                    let end = best + self.size(best);
+                    if self.filtered[level] {
+                        while cur_choice < end {
+                            let r = self.rank(best, self.set[cur_choice as usize]);
+                            if self.lo[level] <= r && r < self.hi[level] {
+                                break;
+                            }
+                            cur_choice += 1;
+                        }
+                    }
+                    if cur_choice >= end {
+                        if level < self.base
+                            && self.tried[level] == 0
+                            && (self.degree[level] > 1 || task.path[level] > 0)
+                        {
+                            // The path names an alternative past the last.
+                            return Err(TaskError {
+                                level,
+                                position: task.path[level],
+                            });
+                        }
+                        step = Step::Backup;
+                        continue;
+                    }
+                    let cur = self.set[cur_choice as usize];
+                    self.choice[level] = cur;
+                    self.pos[level] = cur_choice - best;
+                    if !self.try_option(cur) {
+                        if level < self.base && self.degree[level] > 1 {
+                            // A branching alternative that fails on entry
+                            // is no node: the path is not one of this tree.
+                            return Err(TaskError {
+                                level,
+                                position: task.path[level],
+                            });
+                        }
+                        step = Step::Abort;
+                        continue;
+                    }
+                    level += 1;
+                    if level + 1 >= self.choice.len() {
+                        // Each level covers a primary item: cannot happen.
+                        unreachable!("more levels than primary items");
+                    }
+                    step = Step::Forward;
+                }
+                Step::Backup => {
+                    if level == 0 {
+                        break self.finish(Exit::Done, 0, task);
+                    }
+                    level -= 1;
+                    let cur = self.choice[level];
+                    best = self.nd[cur as usize].itm as u32;
+                    cur_choice = self.nd[cur as usize].loc;
+                    step = Step::Abort;
+                }
+                Step::Abort => {
+                    if cur_choice + 1 >= best + self.size(best) {
+                        step = Step::Backup;
+                        continue;
+                    }
+                    self.restore_sizes(level);
+                    self.tried[level] += 1;
+                    cur_choice += 1;
+                    step = Step::Advance;
+                }
+            }
+        };
+        Ok(exit)
+    }
+
+    /// Sets the range of ranks of a freshly entered level with `degree`
+    /// alternatives.
+    #[inline(always)]
+    fn enter_level(&mut self, level: usize, task: &Task, degree: u32) {
+        let (lo, hi) = if level < self.base {
+            (task.path[level], task.path[level].saturating_add(1))
+        } else if level == self.base {
+            (task.from, if task.to == ALL { degree } else { task.to })
+        } else {
+            (0, degree)
+        };
+        let hi = if self.cuts.is_empty() || level < self.base {
+            hi
+        } else {
+            self.cut_end(level, hi)
+        };
+        self.lo[level] = lo;
+        self.hi[level] = hi;
+        self.degree[level] = degree;
+        self.tried[level] = 0;
+        self.filtered[level] = lo > 0 || hi < degree;
+        if level >= self.base {
+            self.unit[level] = if level == self.base {
+                if hi > lo {
+                    task.weight / f64::from(hi - lo)
+                } else {
+                    0.0
+                }
+            } else {
+                self.unit[level - 1] / f64::from(degree.max(1))
+            };
+        }
+    }
+
+    #[cold]
+    fn cut_end(&self, level: usize, hi: Decision) -> Decision {
+        if !self.cuts.iter().any(|cut| cut.path.len() == level) {
+            return hi;
+        }
+        let ranks = self.rank_path(level);
+        self.cuts
+            .iter()
+            .filter(|cut| cut.path == ranks)
+            .fold(hi, |hi, cut| hi.min(cut.end))
+    }
+
+    fn cuts_within(&self, path: &[Decision], from: Decision, to: Decision) -> Vec<Cut> {
+        self.cuts
+            .iter()
+            .filter(|cut| cut.within(path, from, to))
+            .cloned()
+            .collect()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn end_replay(&mut self) {
+        self.replay_mark = Some(self.updates);
+    }
+
+    /// Counts a node at `level` and, every `poll_interval` nodes, consults
+    /// the stop flag and the visitor (as the links engine does).
+    #[inline(always)]
+    fn enter_node<V: super::search::Visitor>(
+        &mut self,
+        level: usize,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Option<Exit> {
+        if level < self.base || (level == self.base && !self.count_base) {
+            if level == self.base && self.fresh_base {
+                self.end_replay();
+            }
+            return None;
+        }
+        self.stats.nodes += 1;
+        if config.profile {
+            let depth = level - self.base;
+            if self.stats.profile.len() <= depth {
+                self.stats.profile.resize(depth + 1, 0);
+            }
+            self.stats.profile[depth] += 1;
+        }
+        if level > self.stats.max_level {
+            self.stats.max_level = level;
+        }
+        if let Some(max) = config.max_nodes {
+            if self.stats.nodes > max {
+                self.stats.nodes -= 1;
+                return Some(Exit::Stop(Status::NodeLimit));
+            }
+        }
+        if level == self.base {
+            self.end_replay();
+            return None;
+        }
+        self.countdown -= 1;
+        if self.countdown > 0 {
+            return None;
+        }
+        self.poll(level, config, visitor)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn poll<V: super::search::Visitor>(
+        &mut self,
+        level: usize,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Option<Exit> {
+        self.countdown = config.poll_interval.max(1);
+        if let Some(flag) = &config.stop {
+            if flag.load(Ordering::Relaxed) {
+                return Some(Exit::Stop(Status::Stopped));
+            }
+        }
+        self.stats.updates = self.updates - self.replay_mark.unwrap_or_default();
+        let request = {
+            let view = ProgressView {
+                stats: &self.stats,
+                positions: &self.pos[..level],
+                degrees: &self.degree[..level],
+                done_weight: self.done_weight(level),
+                task_weight: self.task_weight - self.given_weight,
+            };
+            visitor.poll(&view)
+        };
+        match request {
+            Request::Continue => None,
+            Request::Stop => Some(Exit::Stop(Status::Stopped)),
+            Request::Checkpoint => Some(Exit::Checkpoint),
+            Request::GiveAway => {
+                if let Some(task) = self.give_away(level) {
+                    visitor.given_away(task);
+                }
+                None
+            }
+        }
+    }
+
+    fn done_weight(&self, level: usize) -> f64 {
+        if level <= self.base {
+            return 0.5 * (self.task_weight - self.given_weight);
+        }
+        let done: f64 = (self.base..level)
+            .map(|l| f64::from(self.tried[l]) * self.unit[l])
+            .sum();
+        done + 0.5 * self.unit[level - 1]
+    }
+
+    /// The ranks of the alternatives of the range at `level` tried so far
+    /// (the current one included).
+    fn tried_ranks(&self, level: usize) -> Vec<Decision> {
+        let cur = self.choice[level];
+        let best = self.nd[cur as usize].itm as u32;
+        let upto = self.pos[level];
+        (0..=upto)
+            .map(|k| self.rank(best, self.set[(best + k) as usize]))
+            .filter(|&r| self.lo[level] <= r && r < self.hi[level])
+            .collect()
+    }
+
+    /// Gives away the ranks above every tried rank, upper half, at the
+    /// shallowest level that has any. Called at a node on `level`.
+    fn give_away(&mut self, level: usize) -> Option<Task> {
+        for l in self.base..level {
+            let hi = self.hi[l];
+            if self.tried[l] + 1 >= hi - self.lo[l] {
+                continue; // nothing untried
+            }
+            let max_tried = self.tried_ranks(l).into_iter().max()?;
+            let above = hi - 1 - max_tried;
+            if above == 0 {
+                continue;
+            }
+            let mid = max_tried + 1 + above / 2;
+            let weight = self.unit[l] * f64::from(hi - mid);
+            self.hi[l] = mid;
+            self.filtered[l] = true;
+            self.given_weight += weight;
+            let path = self.rank_path(l);
+            let cuts = self.cuts_within(&path, mid, hi);
+            return Some(Task {
+                path,
+                from: mid,
+                to: hi,
+                weight,
+                cuts,
+            });
+        }
+        None
+    }
+
+    /// The unexplored work of a run stopped at a node on `level` (not yet
+    /// branched on): the node itself, then each level's untried ranks as
+    /// maximal intervals, deepest first.
+    fn remaining_tasks(&self, level: usize, task: &Task) -> Vec<Task> {
+        if level <= self.base {
+            return vec![task.clone()];
+        }
+        let ranks = self.rank_path(level);
+        let mut tasks = vec![Task {
+            cuts: self.cuts_within(&ranks, 0, ALL),
+            path: ranks.clone(),
+            from: 0,
+            to: ALL,
+            weight: self.unit[level - 1],
+        }];
+        for l in (self.base..level).rev() {
+            let (lo, hi) = (self.lo[l], self.hi[l]);
+            let tried = self.tried_ranks(l);
+            let path = &ranks[..l];
+            let mut r = lo;
+            while r < hi {
+                if tried.contains(&r) {
+                    r += 1;
+                    continue;
+                }
+                let from = r;
+                while r < hi && !tried.contains(&r) {
+                    r += 1;
+                }
+                tasks.push(Task {
+                    path: path.to_vec(),
+                    from,
+                    to: r,
+                    weight: self.unit[l] * f64::from(r - from),
+                    cuts: self.cuts_within(path, from, r),
+                });
+            }
+        }
+        tasks
+    }
+
+    fn finish(&mut self, exit: Exit, level: usize, task: &Task) -> (Status, Vec<Task>) {
+        match exit {
+            Exit::Done => (Status::Exhausted, Vec::new()),
+            Exit::Stop(status) => (status, Vec::new()),
+            Exit::Checkpoint => (Status::Checkpointed, self.remaining_tasks(level, task)),
+        }
+    }
+
+    fn accepts<V: super::search::Visitor>(&self, level: usize, visitor: &mut V) -> bool {
+        visitor.partial(&SolutionView::new(
+            &self.choice[..level],
+            &self.node_option,
+            0,
+        ))
+    }
+
+    fn record<V: super::search::Visitor>(
+        &mut self,
+        level: usize,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Option<Exit> {
+        let flow = visitor.solution(&SolutionView::new(
+            &self.choice[..level],
+            &self.node_option,
+            0,
+        ));
+        match flow {
+            Flow::Reject => return None,
+            Flow::Stop => {
+                self.stats.solutions += 1;
+                return Some(Exit::Stop(Status::Stopped));
+            }
+            Flow::Continue => self.stats.solutions += 1,
+        }
+        if config
+            .max_solutions
+            .is_some_and(|m| self.stats.solutions >= m)
+        {
+            return Some(Exit::Stop(Status::SolutionLimit));
+        }
+        None
+    }
+
+    /// What `path` (ranks) leads to: the option taken at each level and the
+    /// node's alternatives in rank order (none at a solution, or when a
+    /// forced move on the way meets a contradiction: an empty subtree).
+    pub(crate) fn describe(&mut self, path: &[Decision]) -> Result<PathNode, TaskError> {
+        self.reset();
+        let mut taken = Vec::with_capacity(path.len());
+        if self.bad_item {
+            return Ok(PathNode {
+                taken,
+                alternatives: Vec::new(),
+            });
+        }
+        let mut level = 0;
+        loop {
+            let mut forced = NONE;
+            while let Some(x) = self.force.pop() {
+                if self.position(x) < self.active {
+                    forced = x;
+                    break;
+                }
+            }
+            let best = if forced != NONE {
+                forced
+            } else {
+                let (b, t) = self.choose();
+                match self.force.pop() {
+                    Some(x) => x,
+                    None if t == NONE => {
+                        if level < path.len() {
+                            return Err(TaskError {
+                                level,
+                                position: path[level],
+                            });
+                        }
+                        return Ok(PathNode {
+                            taken,
+                            alternatives: Vec::new(),
+                        });
+                    }
+                    None => b,
+                }
+            };
+            self.open(best);
+            let mut alternatives: Vec<u32> =
+                self.set[best as usize..(best + self.size(best)) as usize].to_vec();
+            alternatives.sort_unstable();
+            if level == path.len() {
+                return Ok(PathNode {
+                    taken,
+                    alternatives: alternatives
+                        .iter()
+                        .map(|&c| self.node_option[c as usize] as usize)
+                        .collect(),
+                });
+            }
+            let Some(&cur) = alternatives.get(path[level] as usize) else {
+                return Err(TaskError {
+                    level,
+                    position: path[level],
+                });
+            };
+            taken.push(self.node_option[cur as usize] as usize);
+            if !self.try_option(cur) {
+                if alternatives.len() > 1 {
+                    return Err(TaskError {
+                        level,
+                        position: path[level],
+                    });
+                }
+                // A forced chain that fails: no solution below.
+                return Ok(PathNode {
+                    taken,
+                    alternatives: Vec::new(),
+                });
+            }
+            level += 1;
+        }
+    }
+}
