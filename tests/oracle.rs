@@ -20,7 +20,9 @@
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use xccd::xcc::problem::{EntrySpec, ItemKind};
-use xccd::xcc::{Collect, Layout, Problem, ProblemBuilder, RunConfig, Solver, Stats, Status, Task};
+use xccd::xcc::{
+    Collect, Engine, Layout, Problem, ProblemBuilder, RunConfig, Solver, Stats, Status, Task,
+};
 
 /// Largest number of options a random problem gets (the oracle is 2^n).
 const MAX_OPTIONS: usize = 12;
@@ -246,6 +248,28 @@ fn check(spec: &Spec, item_perm: &[usize], option_perm: &[usize], seed: u64) {
     let (wide_sequence, wide_stats) = run_all(&mut wide);
     assert_eq!(wide_sequence, sequence);
     assert_eq!(wide_stats, stats);
+
+    // The cells engine (SSXCC) searches another tree for the same solutions,
+    // the same way every time.
+    if Engine::Cells.supports(&problem) {
+        let mut cells = Solver::with_engine(&problem, Engine::Cells).unwrap();
+        assert_eq!(cells.algorithm(), expected_algorithm);
+        let (cells_sequence, cells_stats) = run_all(&mut cells);
+        for s in &cells_sequence {
+            assert!(s.windows(2).all(|w| w[0] < w[1]), "not sorted: {s:?}");
+        }
+        let cells_set = sorted(cells_sequence.clone());
+        let mut dedup = cells_set.clone();
+        dedup.dedup();
+        assert_eq!(dedup.len(), cells_set.len(), "cells: duplicate solutions");
+        assert_eq!(cells_set, expected, "cells engine vs oracle on\n{problem}");
+        assert_eq!(cells_stats.solutions, expected.len() as u64);
+        let (again, again_stats) = run_all(&mut cells);
+        assert_eq!((again, again_stats), (cells_sequence, cells_stats));
+    } else {
+        assert!(spec.has_multiplicities());
+        assert!(Solver::with_engine(&problem, Engine::Cells).is_err());
+    }
 
     // Permutation invariance (mapped back to the original option indices).
     let permuted = spec.permuted(item_perm, option_perm, seed);

@@ -88,8 +88,6 @@ pub(crate) struct Cells {
     items: u32,
     /// Items `x < second` are primary.
     second: u32,
-    /// A primary item without options: SSXCC then reports nothing at all.
-    bad_item: bool,
     node_option: Vec<u32>,
     colors: bool,
     active: u32,
@@ -99,9 +97,10 @@ pub(crate) struct Cells {
     // Per level.
     saved: Vec<usize>,
     choice: Vec<u32>,
-    /// Position in the branching item's set of the alternative being tried
-    /// (SSXCC's "k - 1" of its progress line).
+    /// Position in the branching item's set of the alternative being tried.
     pos: Vec<Decision>,
+    /// The ranks of the current path, filled when progress is reported.
+    ranks: Vec<Decision>,
     degree: Vec<Decision>,
     /// The range of ranks this run owns at each level.
     lo: Vec<Decision>,
@@ -150,13 +149,9 @@ impl Cells {
         let mut set = Vec::with_capacity(problem.entries() + 2 * n + 2);
         let mut item = Vec::with_capacity(n);
         let mut second = None;
-        let mut bad_item = false;
         for (k, &i) in order.iter().enumerate() {
             if !items[i].is_primary() && second.is_none() {
                 second = Some(set.len() as u32 + 2);
-            }
-            if items[i].is_primary() && size[i] == 0 {
-                bad_item = true;
             }
             set.push(k as u32); // pos
             set.push(size[i]); // size
@@ -202,7 +197,6 @@ impl Cells {
             item,
             items: n as u32,
             second,
-            bad_item,
             node_option,
             colors: problem.has_colors(),
             active: n as u32,
@@ -212,6 +206,7 @@ impl Cells {
             saved: vec![0; depth + 1],
             choice: vec![0; depth],
             pos: vec![0; depth],
+            ranks: Vec::with_capacity(depth),
             degree: vec![0; depth],
             lo: vec![0; depth],
             hi: vec![0; depth],
@@ -336,7 +331,9 @@ impl Cells {
             }
             let s = self.size(x);
             if s <= 1 {
-                // (An item with none was caught by `hide`.)
+                // An item with none (caught by `hide` below the root, but
+                // not at the root: SSXCC would not search at all) is
+                // forced too, and has no alternative: a dead end.
                 self.force.push(x);
             } else if s <= t && (s < t || x < best) {
                 best = x;
@@ -460,14 +457,9 @@ impl Cells {
         self.given_weight = 0.0;
         self.countdown = config.poll_interval.max(1);
         self.cuts.clone_from(&task.cuts);
-        if config.max_solutions == Some(0) || self.bad_item {
-            let status = if self.bad_item {
-                Status::Exhausted
-            } else {
-                Status::SolutionLimit
-            };
+        if config.max_solutions == Some(0) {
             return Ok(Outcome {
-                status,
+                status: Status::SolutionLimit,
                 stats: Stats::default(),
                 remaining: Vec::new(),
             });
@@ -763,10 +755,19 @@ impl Cells {
             }
         }
         self.stats.updates = self.updates - self.replay_mark.unwrap_or_default();
+        // Positions are ranks, as in tasks: the same node has the same
+        // name in every run.
+        let mut ranks = std::mem::take(&mut self.ranks);
+        ranks.clear();
+        ranks.extend((0..level).map(|l| {
+            let cur = self.choice[l];
+            self.rank(self.nd[cur as usize].itm as u32, cur)
+        }));
+        self.ranks = ranks;
         let request = {
             let view = ProgressView {
                 stats: &self.stats,
-                positions: &self.pos[..level],
+                positions: &self.ranks,
                 degrees: &self.degree[..level],
                 done_weight: self.done_weight(level),
                 task_weight: self.task_weight - self.given_weight,
@@ -930,12 +931,6 @@ impl Cells {
     pub(crate) fn describe(&mut self, path: &[Decision]) -> Result<PathNode, TaskError> {
         self.reset();
         let mut taken = Vec::with_capacity(path.len());
-        if self.bad_item {
-            return Ok(PathNode {
-                taken,
-                alternatives: Vec::new(),
-            });
-        }
         let mut level = 0;
         loop {
             let mut forced = NONE;
