@@ -32,19 +32,48 @@ fn solve_prints_knuths_format_and_statistics() {
         err.contains("Option ignored (no primary items): X:0 Y:1"),
         "{err}"
     );
+    // The default engine (cells, Knuth's SSXCC) and the links engine
+    // (DLX2) each report their program's counts.
+    let last = |err: &str| err.trim_end().lines().last().unwrap().to_string();
     assert!(
-        err.trim_end()
-            .lines()
-            .last()
-            .unwrap()
-            .starts_with("Altogether 1 solution, 14 updates, 5 cleansings, 4 nodes, "),
+        last(&err).starts_with("Altogether 1 solution, 16 updates, 3 nodes, "),
         "{err}"
+    );
+    let out = xccd(&["solve", "examples/colors.dlx", "--engine", "links"], "");
+    assert_eq!(text(&out.stdout), "1:\n A C X:1 Y:1\n B X:1\n");
+    let err = text(&out.stderr);
+    assert!(
+        last(&err).starts_with("Altogether 1 solution, 14 updates, 5 cleansings, 4 nodes, "),
+        "{err}"
+    );
+    // Cells cannot do multiplicities: a clear error, exit 2.
+    let out = xccd(
+        &["solve", "examples/multiplicities.dlx", "--engine", "cells"],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("multiplicities"),
+        "{}",
+        text(&out.stderr)
     );
 }
 
 #[test]
 fn count_all_and_limit() {
     let out = xccd(&["solve", "examples/queens8.dlx", "--count"], "");
+    assert_eq!(text(&out.stdout), "92\n");
+    assert!(text(&out.stderr).contains("Altogether 92 solutions, 15736 updates, 857 nodes"));
+    let out = xccd(
+        &[
+            "solve",
+            "examples/queens8.dlx",
+            "--count",
+            "--engine",
+            "links",
+        ],
+        "",
+    );
     assert_eq!(text(&out.stdout), "92\n");
     assert!(text(&out.stderr).contains("Altogether 92 solutions, 16680 updates, 1049 nodes"));
 

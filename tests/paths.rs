@@ -230,6 +230,9 @@ async fn grpc(what: &str, client: &mut Client, case: &Case, expected: &BTreeSet<
         .solve_puzzle(pb::SolvePuzzleRequest {
             puzzle: pb_puzzle(case),
             limit: 10_000,
+            // The links engine here; EnumeratePuzzle below runs on the
+            // server's choice (cells): both must find the oracle's grids.
+            engine: pb::Engine::Links as i32,
         })
         .await
         .unwrap_or_else(|s| panic!("{what} SolvePuzzle: {s:?}\n{case}"))

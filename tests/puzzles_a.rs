@@ -777,6 +777,17 @@ fn cli_solves_counts_and_prints_statistics() {
     assert_eq!(text(&out.stdout), "92\n");
     let err = text(&out.stderr);
     assert!(
+        err.contains("Altogether 92 solutions, 15736 updates, 857 nodes"),
+        "{err}"
+    );
+    let out = xccd(
+        &[
+            "puzzle", "solve", "queens", "-", "--count", "--engine", "links",
+        ],
+        "8\n",
+    );
+    let err = text(&out.stderr);
+    assert!(
         err.contains("Altogether 92 solutions, 16680 updates, 1049 nodes"),
         "{err}"
     );

@@ -67,6 +67,7 @@ async fn solve_check_and_enumerate_match_the_library() {
             .solve_puzzle(pb::SolvePuzzleRequest {
                 puzzle: text(pb_kind, &grid),
                 limit: 1000,
+                ..Default::default()
             })
             .await
             .unwrap()
@@ -145,7 +146,11 @@ async fn structured_futoshiki_equals_its_text() {
             },
         ],
     };
-    let solve = |puzzle| pb::SolvePuzzleRequest { puzzle, limit: 100 };
+    let solve = |puzzle| pb::SolvePuzzleRequest {
+        puzzle,
+        limit: 100,
+        ..Default::default()
+    };
     let a = client
         .solve_puzzle(solve(text(pb::PuzzleKind::Futoshiki, as_text)))
         .await
@@ -218,7 +223,11 @@ async fn bad_puzzles_are_invalid_arguments() {
     ];
     for (puzzle, needle) in bad {
         let status = client
-            .solve_puzzle(pb::SolvePuzzleRequest { puzzle, limit: 1 })
+            .solve_puzzle(pb::SolvePuzzleRequest {
+                puzzle,
+                limit: 1,
+                ..Default::default()
+            })
             .await
             .unwrap_err();
         assert_eq!(status.code(), Code::InvalidArgument, "{needle}: {status:?}");
@@ -251,6 +260,7 @@ async fn side_conditions_hold_over_grpc() {
         .solve_puzzle(pb::SolvePuzzleRequest {
             puzzle: text(pb::PuzzleKind::Hitori, hitori),
             limit: 100,
+            ..Default::default()
         })
         .await
         .unwrap()

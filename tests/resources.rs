@@ -249,6 +249,7 @@ async fn puzzles_too_large_to_encode_are_refused_before_encoding() {
                         ..Default::default()
                     }),
                     limit: 1,
+                    ..Default::default()
                 })
                 .await
                 .unwrap_err();

@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use xccd::service::callers::ApiKeys;
 use xccd::service::credentials::{ClientTls, ServerTls, WorkerToken};
+use xccd::service::proto as pb;
+use xccd::xcc::Engine;
 
 use super::CliError;
 
@@ -48,6 +50,12 @@ pub struct WhereArgs {
     /// https://... with --ca-cert).
     #[arg(long, value_name = "URL", env = "XCCD_SERVER")]
     pub server: Option<String>,
+    /// The search engine: `cells` (Knuth's SSXCC, sparse sets), `links`
+    /// (DLX2/DLX3, dancing links) or `auto` (cells unless the problem has
+    /// multiplicities). Both find the same solutions; node counts and the
+    /// order of solutions differ.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    pub engine: EngineChoice,
     #[command(flatten)]
     pub tls: ClientTlsArgs,
     #[command(flatten)]
@@ -167,4 +175,42 @@ pub fn read_pem(path: &Path, what: &str) -> Result<Vec<u8>, CliError> {
         )));
     }
     Ok(bytes)
+}
+
+/// `--engine`: an engine, or `auto`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineChoice {
+    #[default]
+    Auto,
+    Links,
+    Cells,
+}
+
+impl EngineChoice {
+    /// The engine for `problem`; an error when it cannot search it.
+    pub fn resolve(self, problem: &xccd::xcc::Problem) -> Result<Engine, CliError> {
+        let engine = match self {
+            EngineChoice::Auto => return Ok(Engine::auto(problem)),
+            EngineChoice::Links => Engine::Links,
+            EngineChoice::Cells => Engine::Cells,
+        };
+        if engine.supports(problem) {
+            Ok(engine)
+        } else {
+            Err(CliError::BadInput(format!(
+                "--engine {}: {}",
+                engine.name(),
+                xccd::xcc::UnsupportedEngine { engine }
+            )))
+        }
+    }
+
+    /// The request field (`xccd.v1.Engine`).
+    pub fn proto(self) -> i32 {
+        match self {
+            EngineChoice::Auto => pb::Engine::Unspecified as i32,
+            EngineChoice::Links => pb::Engine::Links as i32,
+            EngineChoice::Cells => pb::Engine::Cells as i32,
+        }
+    }
 }

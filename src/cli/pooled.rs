@@ -125,6 +125,7 @@ pub fn run_local(args: &SolveArgs, problem: Problem, threads: usize) -> Result<(
         limit,
         max_nodes: args.max_nodes,
         delivery: delivery(args.count),
+        engine: args.at.engine.resolve(&problem)?,
         ..JobSpec::default()
     };
     let ended = on_pool(problem.clone(), spec, threads, args.quiet, |solution| {
@@ -289,6 +290,7 @@ pub fn run_remote(
         count_only: args.count,
         max_nodes: args.max_nodes.unwrap_or(0),
         progress_interval_seconds: 0.2,
+        engine: args.at.engine.proto(),
         ..Default::default()
     };
     let mut options = Vec::new();

@@ -252,6 +252,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
             limit: limit.unwrap_or(0),
             count_only: args.count,
             progress_interval_seconds: 0.2,
+            engine: args.at.engine.proto(),
             ..Default::default()
         };
         let tls = args.at.tls.load()?;
@@ -271,6 +272,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
                     delivery: delivery(args.count),
                     condition: condition.restricts().then_some(condition),
                     puzzle: Some(puzzle),
+                    engine: args.at.engine.resolve(encoded.problem())?,
                     ..JobSpec::default()
                 };
                 let problem = Arc::new(encoded.problem().clone());
@@ -291,7 +293,14 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
                     grids,
                     error: None,
                 };
-                let report = run_root(encoded.problem(), &spec, Some(&*encoded), &mut printer);
+                let engine = args.at.engine.resolve(encoded.problem())?;
+                let report = run_root(
+                    encoded.problem(),
+                    engine,
+                    &spec,
+                    Some(&*encoded),
+                    &mut printer,
+                );
                 if let RunEnd::Failed(error) = report.end {
                     return Err(CliError::Failed(format!("internal error: {error}")));
                 }

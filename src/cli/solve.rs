@@ -333,7 +333,8 @@ pub fn run(args: SolveArgs) -> Result<(), CliError> {
         bar: super::progress::Bar::new(args.quiet || progress_every.is_some()),
     };
     let start = Instant::now();
-    let report = run_root(&problem, &spec, None, &mut printer);
+    let engine = args.at.engine.resolve(&problem)?;
+    let report = run_root(&problem, engine, &spec, None, &mut printer);
     printer.bar.finish();
     if let RunEnd::Failed(error) = report.end {
         return Err(CliError::Failed(format!("internal error: {error}")));

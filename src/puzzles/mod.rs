@@ -134,7 +134,8 @@ pub fn solve(encoded: &dyn Encoded, limit: Option<u64>, keep: usize) -> Solution
         want_solutions: keep > 0,
         ..RunSpec::default()
     };
-    let report = run_root(encoded.problem(), &spec, Some(encoded), &mut port);
+    let engine = crate::xcc::Engine::auto(encoded.problem());
+    let report = run_root(encoded.problem(), engine, &spec, Some(encoded), &mut port);
     Solutions {
         grids: port.grids,
         count: report.delivered,

@@ -214,7 +214,8 @@ mod tests {
         assert_eq!(mine.lines().count(), theirs.lines().count());
         let s = solve(&e, None, 1);
         assert_eq!(s.count, 92);
-        assert_eq!((s.stats.nodes, s.stats.updates), (1049, 16680));
+        // The library picks the cells engine: SSXCC's counts on queens8.
+        assert_eq!((s.stats.nodes, s.stats.updates), (857, 15736));
         assert!(is_solution(8, &s.grids[0]));
     }
 

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use super::{SideCondition, SolutionIndices};
 use crate::xcc::{
-    Flow, Problem, ProgressView, Request, RunConfig, SolutionView, Solver, Stats, Status, Task,
-    Visitor,
+    Engine, Flow, Problem, ProgressView, Request, RunConfig, SolutionView, Solver, Stats, Status,
+    Task, Visitor,
 };
 
 /// How one run of a task goes.
@@ -237,22 +237,18 @@ pub fn run_task<P: Port>(
     }
 }
 
-/// Runs a whole search (the root task) on a solver of its own: what
+/// Runs a whole search (the root task) on a solver of its own, on `engine`
+/// (links when the problem needs what `engine` lacks): what
 /// single-threaded callers (the CLI, [`crate::puzzles::solve`]) run.
 pub fn run_root<P: Port>(
     problem: &Problem,
+    engine: Engine,
     spec: &RunSpec,
     condition: Option<&dyn SideCondition>,
     port: &mut P,
 ) -> RunReport {
-    run_task(
-        &mut Solver::new(problem),
-        problem,
-        &Task::root(),
-        spec,
-        condition,
-        port,
-    )
+    let mut solver = Solver::with_engine(problem, engine).unwrap_or_else(|_| Solver::new(problem));
+    run_task(&mut solver, problem, &Task::root(), spec, condition, port)
 }
 
 /// The text of a panic's payload.
@@ -522,7 +518,7 @@ mod tests {
         condition: Option<&dyn SideCondition>,
         port: &mut Script,
     ) -> RunReport {
-        run_root(problem, spec, condition, port)
+        run_root(problem, Engine::Links, spec, condition, port)
     }
 
     #[test]

@@ -109,6 +109,7 @@ impl Durability {
                 max_nodes: job.spec.max_nodes,
                 count_only,
                 owner: job.spec.owner.0.as_deref().map(str::to_string),
+                engine: job.spec.engine,
                 created_unix_seconds: convert::unix_seconds(job.created),
             },
             problem: ProblemData::from(&wire).encode_to_vec(),
@@ -267,6 +268,7 @@ pub fn resume_all(
             puzzle: None,
             owner: Caller(stored.request.owner.as_deref().map(Arc::from)),
             durable: true,
+            engine: stored.request.engine,
         };
         let job = pool
             .resume(

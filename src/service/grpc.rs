@@ -193,9 +193,11 @@ impl SolverService for SolverApi {
             )));
         }
         let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
+        let engine = convert::engine(req.engine, &problem)?;
         let job = self.submit(
             problem.clone(),
             JobSpec {
+                engine,
                 limit: Some(limit),
                 max_nodes: nonzero(req.max_nodes),
                 delivery: Delivery::Keep {
@@ -248,6 +250,7 @@ impl SolverService for SolverApi {
                 &summary.stats,
                 summary.solutions,
                 summary.elapsed,
+                summary.engine,
             )),
             reason: convert::end_reason(summary.reason) as i32,
         }))
@@ -271,6 +274,7 @@ impl SolverService for SolverApi {
             self.config.max_batch_size,
         )?;
         let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
+        let engine = convert::engine(req.engine, &problem)?;
         let delivery = if req.count_only {
             Delivery::CountOnly
         } else {
@@ -282,6 +286,7 @@ impl SolverService for SolverApi {
         let job = self.submit(
             problem.clone(),
             JobSpec {
+                engine,
                 limit: nonzero(req.limit),
                 max_nodes: nonzero(req.max_nodes),
                 delivery,
@@ -316,6 +321,7 @@ impl SolverService for SolverApi {
         )?;
         let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
         let mut spec = JobSpec {
+            engine: convert::engine(req.engine, &problem)?,
             limit: nonzero(req.limit),
             max_nodes: nonzero(req.max_nodes),
             delivery: if req.count_only {

@@ -14,7 +14,7 @@ use super::sync::Locked;
 use crate::puzzles::Puzzle;
 use crate::run::{Batch, Failure, RunSpec, SideCondition, Taken};
 pub use crate::run::{SolutionIndices, Work};
-use crate::xcc::{Problem, Solver, Stats};
+use crate::xcc::{Engine, Problem, Solver, Stats};
 
 pub type JobId = u64;
 
@@ -54,6 +54,9 @@ pub struct JobSpec {
     /// The job is kept in the job store: its events (solutions, snapshots,
     /// its end) go through its output buffer to the store's writer.
     pub durable: bool,
+    /// The engine every run of the job uses: its tasks name nodes of this
+    /// engine's search tree. Requests resolve `auto` before the job starts.
+    pub engine: Engine,
 }
 
 impl Default for JobSpec {
@@ -67,6 +70,7 @@ impl Default for JobSpec {
             puzzle: None,
             owner: Caller::default(),
             durable: false,
+            engine: Engine::Links,
         }
     }
 }
@@ -119,6 +123,8 @@ pub struct Summary {
     pub elapsed: Duration,
     /// Why the job failed (reason `Failed`).
     pub failure: Option<Failure>,
+    /// The engine that searched.
+    pub engine: Engine,
 }
 
 /// A snapshot of a job for progress reports.
@@ -354,11 +360,19 @@ impl Job {
         self.commits.load(Ordering::SeqCst)
     }
 
+    /// A solver for this job's problem on this job's engine. (Requests are
+    /// checked before a job starts, so the engine supports the problem; a
+    /// job that slipped through runs on links everywhere, consistently.)
+    pub fn new_solver(&self) -> Solver {
+        Solver::with_engine(&self.problem, self.spec.engine)
+            .unwrap_or_else(|_| Solver::new(&self.problem))
+    }
+
     /// Runs `f` on the solver the coordinator checks remote reports with
     /// (the paths of tasks, the regions of solutions).
     pub(crate) fn with_checker<R>(&self, f: impl FnOnce(&mut Solver) -> R) -> R {
         let mut checker = self.checker.locked();
-        f(checker.get_or_insert_with(|| Solver::new(&self.problem)))
+        f(checker.get_or_insert_with(|| self.new_solver()))
     }
 
     /// Claims `n` more solutions against the job's limit; returns how many
@@ -534,6 +548,7 @@ impl Job {
             reason,
             elapsed: self.started.elapsed(),
             failure: self.failure.locked().clone(),
+            engine: self.spec.engine,
         };
         if reason == EndReason::Complete {
             self.reported_fraction

@@ -105,8 +105,10 @@ impl PuzzleApi {
         limit: Option<u64>,
         max_nodes: Option<u64>,
         delivery: Delivery,
+        engine: i32,
     ) -> Result<Arc<Job>, Status> {
         let (encoded, puzzle) = encoded;
+        let engine = convert::engine(engine, encoded.problem())?;
         let condition: Arc<dyn SideCondition> = encoded.clone();
         self.pool
             .submit(
@@ -119,6 +121,7 @@ impl PuzzleApi {
                     puzzle: Some(puzzle.clone()),
                     owner: caller.clone(),
                     durable: false,
+                    engine,
                 },
             )
             .map_err(refused)
@@ -131,6 +134,7 @@ impl PuzzleApi {
         encoded: &EncodedPuzzle,
         limit: u64,
         deadline: Option<Instant>,
+        engine: i32,
     ) -> Result<(Arc<Job>, super::job::Summary), Status> {
         let job = self.submit(
             caller,
@@ -140,6 +144,7 @@ impl PuzzleApi {
             Delivery::Keep {
                 keep: limit as usize,
             },
+            engine,
         )?;
         let guard = CancelOnDrop {
             pool: self.pool.clone(),
@@ -393,7 +398,9 @@ impl PuzzleService for PuzzleApi {
             )));
         }
         let encoded = self.encode(req.puzzle, deadline).await?;
-        let (job, summary) = self.run_kept(&caller, &encoded, limit, deadline).await?;
+        let (job, summary) = self
+            .run_kept(&caller, &encoded, limit, deadline, req.engine)
+            .await?;
         if let Some(status) = convert::failure(&summary) {
             return Err(status);
         }
@@ -408,6 +415,7 @@ impl PuzzleService for PuzzleApi {
                 &summary.stats,
                 summary.solutions,
                 summary.elapsed,
+                summary.engine,
             )),
         }))
     }
@@ -439,6 +447,7 @@ impl PuzzleService for PuzzleApi {
             (req.limit > 0).then_some(req.limit),
             (req.max_nodes > 0).then_some(req.max_nodes),
             delivery,
+            req.engine,
         )?;
         let pump = Pump {
             pool: self.pool.clone(),
@@ -462,7 +471,7 @@ impl PuzzleService for PuzzleApi {
         let deadline = convert::deadline(&request).map(|d| convert::unary_deadline(arrived, d));
         let caller = Caller::of(&request);
         let encoded = self.encode(request.into_inner().puzzle, deadline).await?;
-        let (job, summary) = self.run_kept(&caller, &encoded, 2, deadline).await?;
+        let (job, summary) = self.run_kept(&caller, &encoded, 2, deadline, 0).await?;
         if let Some(status) = convert::failure(&summary) {
             return Err(status);
         }
@@ -476,6 +485,7 @@ impl PuzzleService for PuzzleApi {
                 &summary.stats,
                 summary.solutions,
                 summary.elapsed,
+                summary.engine,
             )),
         }))
     }

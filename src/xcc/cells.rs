@@ -245,75 +245,111 @@ impl Cells {
     }
 
     // ----- The sparse sets -----
+    //
+    // The steps below run a billion times on the larger benchmarks. They
+    // read and write the arrays through raw pointers taken once per step:
+    // every index is an item (`x` with `pos` at `x - 2` and size at
+    // `x - 1`), a cell of `nd`, or a slot of an item's set, all built in
+    // bounds by `Cells::new` and only ever permuted within their item's
+    // set since (debug builds check them). Local pointers also keep the
+    // compiler from reloading each array's address after every store.
 
     #[inline(always)]
     fn size(&self, x: u32) -> u32 {
-        self.set[x as usize - 1]
+        debug_assert!(x >= 2 && (x as usize) <= self.set.len());
+        // SAFETY: `x` is an item (see above).
+        unsafe { *self.set.get_unchecked(x as usize - 1) }
     }
-    #[inline(always)]
-    fn set_size(&mut self, x: u32, s: u32) {
-        self.set[x as usize - 1] = s;
-    }
+
     #[inline(always)]
     fn position(&self, x: u32) -> u32 {
-        self.set[x as usize - 2]
+        debug_assert!(x >= 2 && (x as usize) <= self.set.len());
+        // SAFETY: `x` is an item.
+        unsafe { *self.set.get_unchecked(x as usize - 2) }
     }
 
     /// Swaps item `x` (active, at `pos(x) < last`) to position `last - 1`.
     #[inline(always)]
     fn swap_out(&mut self, x: u32, last: u32) {
-        let p = last - 1;
-        let pp = self.position(x);
-        let other = self.item[p as usize];
-        self.item[p as usize] = x;
-        self.item[pp as usize] = other;
-        self.set[other as usize - 2] = pp;
-        self.set[x as usize - 2] = p;
+        let set = self.set.as_mut_ptr();
+        let item = self.item.as_mut_ptr();
+        debug_assert!(last >= 1 && last <= self.items && self.position(x) < last);
+        // SAFETY: `x` and `item[..]` are items, `last - 1` and `pos(x)` are
+        // positions of the active list.
+        unsafe {
+            let p = (last - 1) as usize;
+            let pp = *set.add(x as usize - 2);
+            let other = *item.add(p);
+            *item.add(p) = x;
+            *item.add(pp as usize) = other;
+            *set.add(other as usize - 2) = pp;
+            *set.add(x as usize - 2) = p as u32;
+        }
         self.updates += 1;
     }
 
     /// SSXCC's `hide`: removes the options of item `c` that do not agree
     /// with `color` (all of them for 0) from the sets of the other items
-    /// that were active before this step (`pos < oactive`). With `check`,
+    /// that were active before this step (`pos < oactive`). With `CHECK`,
     /// returns false as soon as an active primary item is left with no
     /// option, and pushes those left with one on the force stack.
     #[inline(always)]
-    fn hide(&mut self, c: u32, color: u32, check: bool, oactive: u32) -> bool {
-        let end = c + self.size(c);
-        for rr in c..end {
-            let tt = self.set[rr as usize];
-            if color != 0 && self.clr[tt as usize] == color {
-                continue;
-            }
-            let mut nn = tt + 1;
-            while nn != tt {
-                let Cell { itm, loc } = self.nd[nn as usize];
-                if itm < 0 {
-                    nn = (nn as i32 + itm) as u32;
+    fn hide<const COLORS: bool, const CHECK: bool>(
+        &mut self,
+        c: u32,
+        color: u32,
+        oactive: u32,
+    ) -> bool {
+        let set = self.set.as_mut_ptr();
+        let nd = self.nd.as_mut_ptr();
+        let clr = self.clr.as_ptr();
+        let (second, active) = (self.second, self.active);
+        let mut updates = 0u64;
+        let mut ok = true;
+        // SAFETY: as explained above: `c` is an item, its set holds cells,
+        // a cell's `itm` is an item or (spacers) the offset back to the
+        // first cell of its option, and its `loc` is a slot of its item's
+        // set.
+        unsafe {
+            let end = c + *set.add(c as usize - 1);
+            'options: for rr in c..end {
+                let tt = *set.add(rr as usize);
+                if COLORS && color != 0 && *clr.add(tt as usize) == color {
                     continue;
                 }
-                let uu = itm as u32;
-                let pu = self.position(uu);
-                if pu < oactive {
-                    let ss = self.size(uu) - 1;
-                    if ss <= 1 && check && uu < self.second && pu < self.active {
-                        if ss == 0 {
-                            return false;
-                        }
-                        self.force.push(uu);
+                let mut nn = tt + 1;
+                while nn != tt {
+                    let Cell { itm, loc } = *nd.add(nn as usize);
+                    if itm < 0 {
+                        nn = nn.wrapping_add_signed(itm);
+                        continue;
                     }
-                    let nnp = self.set[(uu + ss) as usize];
-                    self.set_size(uu, ss);
-                    self.set[(uu + ss) as usize] = nn;
-                    self.set[loc as usize] = nnp;
-                    self.nd[nn as usize].loc = uu + ss;
-                    self.nd[nnp as usize].loc = loc;
-                    self.updates += 1;
+                    let uu = itm as u32;
+                    let pu = *set.add(uu as usize - 2);
+                    if pu < oactive {
+                        let ss = *set.add(uu as usize - 1) - 1;
+                        if CHECK && ss <= 1 && uu < second && pu < active {
+                            if ss == 0 {
+                                ok = false;
+                                break 'options;
+                            }
+                            self.force.push(uu);
+                        }
+                        let last = set.add((uu + ss) as usize);
+                        let nnp = *last;
+                        *set.add(uu as usize - 1) = ss;
+                        *last = nn;
+                        *set.add(loc as usize) = nnp;
+                        (*nd.add(nn as usize)).loc = uu + ss;
+                        (*nd.add(nnp as usize)).loc = loc;
+                        updates += 1;
+                    }
+                    nn += 1;
                 }
-                nn += 1;
             }
         }
-        true
+        self.updates += updates;
+        ok
     }
 
     /// The item to branch on at a node, by SSXCC's rule: among the active
@@ -322,14 +358,20 @@ impl Cells {
     /// on ties. `NONE` when no primary item is active (a solution).
     #[inline(always)]
     fn choose(&mut self) -> (u32, u32) {
+        let set = self.set.as_ptr();
+        let item = self.item.as_ptr();
+        let second = self.second;
         let mut best = NONE;
         let mut t = NONE;
-        for k in 0..self.active {
-            let x = self.item[k as usize];
-            if x >= self.second {
+        for k in 0..self.active as usize {
+            // SAFETY: `k` is a position of the active list; its entry an item.
+            let (x, s) = unsafe {
+                let x = *item.add(k);
+                (x, *set.add(x as usize - 1))
+            };
+            if x >= second {
                 continue;
             }
-            let s = self.size(x);
             if s <= 1 {
                 // An item with none (caught by `hide` below the root, but
                 // not at the root: SSXCC would not search at all) is
@@ -345,11 +387,11 @@ impl Cells {
 
     /// Takes `best` out of the active list and hides its options.
     #[inline(always)]
-    fn open(&mut self, best: u32) {
+    fn open<const COLORS: bool>(&mut self, best: u32) {
         let active = self.active;
         self.swap_out(best, active);
         self.active = active - 1;
-        self.hide(best, 0, false, self.active);
+        self.hide::<COLORS, false>(best, 0, self.active);
     }
 
     /// SSXCC's "save the currently active sizes" for level `level`.
@@ -357,12 +399,18 @@ impl Cells {
     fn save_sizes(&mut self, level: usize) {
         let start = self.saved[level];
         let active = self.active as usize;
-        self.save.truncate(start);
-        self.save.reserve(active);
-        for p in 0..active {
-            let x = self.item[p];
-            let s = self.size(x);
-            self.save.push((x, s));
+        if self.save.len() < start + active {
+            self.save.resize(start + active, (0, 0));
+        }
+        let set = self.set.as_ptr();
+        let item = self.item.as_ptr();
+        let save = self.save.as_mut_ptr();
+        // SAFETY: positions below `active` hold items; `save` has room.
+        unsafe {
+            for p in 0..active {
+                let x = *item.add(p);
+                *save.add(start + p) = (x, *set.add(x as usize - 1));
+            }
         }
         self.saved[level + 1] = start + active;
     }
@@ -371,9 +419,10 @@ impl Cells {
     fn restore_sizes(&mut self, level: usize) {
         let (start, end) = (self.saved[level], self.saved[level + 1]);
         self.active = (end - start) as u32;
-        for k in start..end {
-            let (x, s) = self.save[k];
-            self.set[x as usize - 1] = s;
+        let set = self.set.as_mut_ptr();
+        for &(x, s) in &self.save[start..end] {
+            // SAFETY: saved entries are items.
+            unsafe { *set.add(x as usize - 1) = s };
         }
     }
 
@@ -381,14 +430,15 @@ impl Cells {
     /// of the active list, then hides their conflicting options. False when
     /// that leaves an active primary item without options.
     #[inline(always)]
-    fn try_option(&mut self, cur: u32) -> bool {
+    fn try_option<const COLORS: bool>(&mut self, cur: u32) -> bool {
         let oactive = self.active;
         let mut p = oactive;
         let mut q = cur + 1;
         while q != cur {
-            let c = self.nd[q as usize].itm;
+            // SAFETY: `q` walks the cells of one option (see `hide`).
+            let c = unsafe { self.nd.get_unchecked(q as usize).itm };
             if c < 0 {
-                q = (q as i32 + c) as u32;
+                q = q.wrapping_add_signed(c);
                 continue;
             }
             if self.position(c as u32) < p {
@@ -400,16 +450,23 @@ impl Cells {
         self.active = p;
         let mut q = cur + 1;
         while q != cur {
-            let cc = self.nd[q as usize].itm;
+            // SAFETY: as above.
+            let cc = unsafe { self.nd.get_unchecked(q as usize).itm };
             if cc < 0 {
-                q = (q as i32 + cc) as u32;
+                q = q.wrapping_add_signed(cc);
                 continue;
             }
             let cc = cc as u32;
             let ok = if cc < self.second {
-                self.hide(cc, 0, true, oactive)
+                self.hide::<COLORS, true>(cc, 0, oactive)
             } else if self.position(cc) < oactive {
-                self.hide(cc, self.clr[q as usize], true, oactive)
+                // SAFETY: `q` is a cell.
+                let color = if COLORS {
+                    unsafe { *self.clr.get_unchecked(q as usize) }
+                } else {
+                    0
+                };
+                self.hide::<COLORS, true>(cc, color, oactive)
             } else {
                 true // purified already
             };
@@ -470,7 +527,11 @@ impl Cells {
                 position: 0,
             });
         }
-        let result = self.search(task, config, visitor);
+        let result = if self.colors {
+            self.search::<true, V>(task, config, visitor)
+        } else {
+            self.search::<false, V>(task, config, visitor)
+        };
         let replay = self.replay_mark.unwrap_or(self.updates);
         self.stats.updates = self.updates - replay;
         self.stats.replay_updates = replay;
@@ -483,7 +544,7 @@ impl Cells {
     }
 
     /// SSXCC's main loop, with task ranges. Labels follow Knuth's.
-    fn search<V: super::search::Visitor>(
+    fn search<const COLORS: bool, V: super::search::Visitor>(
         &mut self,
         task: &Task,
         config: &RunConfig,
@@ -534,7 +595,7 @@ impl Cells {
                     };
                     if forced != NONE {
                         best = forced;
-                        self.open(best);
+                        self.open::<COLORS>(best);
                         self.saved[level + 1] = self.saved[level];
                     } else if t == NONE {
                         if level < self.base {
@@ -554,7 +615,7 @@ impl Cells {
                         step = Step::Backup;
                         continue;
                     } else {
-                        self.open(best);
+                        self.open::<COLORS>(best);
                         self.save_sizes(level);
                     }
                     self.enter_level(level, task, t);
@@ -593,7 +654,7 @@ impl Cells {
                     let cur = self.set[cur_choice as usize];
                     self.choice[level] = cur;
                     self.pos[level] = cur_choice - best;
-                    if !self.try_option(cur) {
+                    if !self.try_option::<COLORS>(cur) {
                         if level < self.base && self.degree[level] > 1 {
                             // A branching alternative that fails on entry
                             // is no node: the path is not one of this tree.
@@ -929,6 +990,17 @@ impl Cells {
     /// node's alternatives in rank order (none at a solution, or when a
     /// forced move on the way meets a contradiction: an empty subtree).
     pub(crate) fn describe(&mut self, path: &[Decision]) -> Result<PathNode, TaskError> {
+        if self.colors {
+            self.describe_with::<true>(path)
+        } else {
+            self.describe_with::<false>(path)
+        }
+    }
+
+    fn describe_with<const COLORS: bool>(
+        &mut self,
+        path: &[Decision],
+    ) -> Result<PathNode, TaskError> {
         self.reset();
         let mut taken = Vec::with_capacity(path.len());
         let mut level = 0;
@@ -961,7 +1033,7 @@ impl Cells {
                     None => b,
                 }
             };
-            self.open(best);
+            self.open::<COLORS>(best);
             let mut alternatives: Vec<u32> =
                 self.set[best as usize..(best + self.size(best)) as usize].to_vec();
             alternatives.sort_unstable();
@@ -981,7 +1053,7 @@ impl Cells {
                 });
             };
             taken.push(self.node_option[cur as usize] as usize);
-            if !self.try_option(cur) {
+            if !self.try_option::<COLORS>(cur) {
                 if alternatives.len() > 1 {
                     return Err(TaskError {
                         level,

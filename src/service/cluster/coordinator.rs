@@ -369,6 +369,7 @@ impl Session {
                 limit: spec.limit,
                 max_nodes: spec.max_nodes,
                 poll_nodes: spec.poll_interval,
+                engine: job.spec.engine.name().to_string(),
             };
             tracing::debug!(worker = %self.id, lease = id, job = job.id, level = work.task.level(), skip = work.skip, "lease granted");
             self.leases.insert(

@@ -13,7 +13,7 @@ use crate::service::job::WireProblem;
 use crate::xcc::{self, Problem};
 
 /// The protocol version of this build; a worker speaking another is refused.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 impl From<&xcc::Task> for Task {
     fn from(task: &xcc::Task) -> Task {

@@ -28,10 +28,10 @@ use super::proto::{
     self as pb, coordinator_client::CoordinatorClient, coordinator_message::Kind as In,
     worker_message::Kind as Out, AskKind, Instance, RunStatus,
 };
-use crate::run::{run_task, Batch, Control, Port, RunSpec, Taken};
+use crate::run::{run_task, Batch, Control, Port, RunEnd, RunReport, RunSpec, Taken};
 use crate::service::pool::{LiveProgress, MAX_POLL_NODES, POLL_NODES};
 use crate::service::sync::Locked;
-use crate::xcc::{self, Problem, ProgressView, Solver};
+use crate::xcc::{self, Engine, Problem, ProgressView, Solver, UnsupportedEngine};
 
 /// How a worker runs.
 #[derive(Debug, Clone)]
@@ -194,9 +194,20 @@ impl Cache {
         Some(instance)
     }
 
-    fn take_solver(&self, digest: &[u8], problem: &Problem) -> Solver {
-        let reused = self.solvers.locked().get_mut(digest).and_then(Vec::pop);
-        reused.unwrap_or_else(|| Solver::new(problem))
+    fn take_solver(
+        &self,
+        digest: &[u8],
+        engine: Engine,
+        problem: &Problem,
+    ) -> Result<Solver, UnsupportedEngine> {
+        let reused = self.solvers.locked().get_mut(digest).and_then(|idle| {
+            let at = idle.iter().position(|s| s.engine() == engine)?;
+            Some(idle.swap_remove(at))
+        });
+        match reused {
+            Some(solver) => Ok(solver),
+            None => Solver::with_engine(problem, engine),
+        }
     }
 
     fn give_back(&self, digest: Vec<u8>, solver: Solver) {
@@ -442,7 +453,27 @@ fn run_lease(
     tx: &mpsc::Sender<pb::WorkerMessage>,
 ) -> pb::TaskEnded {
     let task: xcc::Task = lease.task.clone().unwrap_or_default().into();
-    let mut solver = cache.take_solver(&lease.problem_digest, &instance.problem);
+    let solver = lease
+        .engine
+        .parse::<Engine>()
+        .map_err(|e| e.to_string())
+        .and_then(|engine| {
+            cache
+                .take_solver(&lease.problem_digest, engine, &instance.problem)
+                .map_err(|e| e.to_string())
+        });
+    let mut solver = match solver {
+        Ok(solver) => solver,
+        Err(error) => {
+            let report = RunReport {
+                end: RunEnd::Failed(error),
+                stats: Default::default(),
+                found: 0,
+                delivered: 0,
+            };
+            return pb::task_ended(lease.lease, &report);
+        }
+    };
     let spec = RunSpec {
         skip: lease.skip,
         limit: lease.limit,

@@ -18,7 +18,7 @@ pub mod sqlite;
 use serde::{Deserialize, Serialize};
 
 use super::job::{JobId, SolutionIndices, Work};
-use crate::xcc::{Stats, Task};
+use crate::xcc::{Engine, Stats, Task};
 
 pub use sqlite::SqliteStore;
 
@@ -59,6 +59,14 @@ pub struct StoredRequest {
     pub owner: Option<String>,
     /// Seconds since the Unix epoch.
     pub created_unix_seconds: f64,
+    /// The engine the job's tasks belong to (links for jobs stored before
+    /// there was a choice).
+    #[serde(default = "links")]
+    pub engine: Engine,
+}
+
+fn links() -> Engine {
+    Engine::Links
 }
 
 /// A task of a snapshot.
