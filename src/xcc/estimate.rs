@@ -26,9 +26,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::search::{
-    Probe, ProbeEnd, ProgressView, Request, RunConfig, Solver, Status, Visitor,
-};
+use super::search::{Probe, ProbeEnd, ProgressView, Request, RunConfig, Solver, Status, Visitor};
 use super::task::{Decision, Task};
 
 /// Probes of an estimate when nobody says how many.
@@ -270,7 +268,10 @@ mod tests {
             solutions += p * s.solutions;
             total += p;
             path.resize(probe.degrees.len(), 0);
-            match (0..path.len()).rev().find(|&l| path[l] + 1 < probe.degrees[l]) {
+            match (0..path.len())
+                .rev()
+                .find(|&l| path[l] + 1 < probe.degrees[l])
+            {
                 Some(l) => {
                     path.truncate(l + 1);
                     path[l] += 1;
@@ -344,11 +345,7 @@ mod tests {
     #[test]
     fn a_rate_is_measured() {
         let mut solver = Solver::new(&queens(8));
-        let rate = measure_rate(
-            &mut solver,
-            Duration::from_secs(5),
-            &AtomicBool::new(false),
-        );
+        let rate = measure_rate(&mut solver, Duration::from_secs(5), &AtomicBool::new(false));
         assert!(rate.complete);
         assert_eq!(rate.nodes, full(&queens(8)).nodes);
         assert!(rate.nodes_per_second() > 0.0);
