@@ -387,3 +387,45 @@ async fn the_rpc_estimates_on_a_real_server() {
     assert!(missing.message().starts_with("problem:"), "{missing:?}");
     server.shutdown().await.unwrap();
 }
+
+/// With API keys, Estimate wants one like every other call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rpc_needs_a_key_when_the_server_has_keys() {
+    const KEY: &str = "0123456789abcdef-estimate";
+    let keys = xccd::service::callers::ApiKeys::parse(&format!("planner {KEY}\n")).unwrap();
+    let server = start(ServeConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        pool: PoolConfig {
+            threads: 1,
+            ..PoolConfig::default()
+        },
+        metrics_listen: None,
+        api_keys: Some(std::sync::Arc::new(keys)),
+        ..Default::default()
+    })
+    .await
+    .expect("the server starts on loopback");
+    let channel = Channel::from_shared(format!("http://{}", server.addr))
+        .unwrap()
+        .connect()
+        .await
+        .expect("connect");
+    let mut client = pb::solver_service_client::SolverServiceClient::new(channel);
+    let message = || pb::EstimateRequest {
+        problem: dlx(&instance("queens8")),
+        probes: 100,
+        ..Default::default()
+    };
+    let refused = client.estimate(message()).await.unwrap_err();
+    assert_eq!(refused.code(), Code::Unauthenticated, "{refused:?}");
+    let mut request = tonic::Request::new(message());
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {KEY}").parse().unwrap());
+    let reply = client
+        .estimate(request)
+        .await
+        .expect("a key opens the door");
+    assert_eq!(reply.into_inner().probes, 100);
+    server.shutdown().await.unwrap();
+}
