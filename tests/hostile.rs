@@ -259,6 +259,7 @@ enum Call {
     EnumeratePuzzle(pb::EnumeratePuzzleRequest),
     CheckPuzzle(pb::CheckPuzzleRequest),
     EncodePuzzle(pb::EncodePuzzleRequest),
+    Estimate(pb::EstimateRequest),
 }
 
 impl Call {
@@ -277,6 +278,7 @@ impl Call {
             Call::EnumeratePuzzle(_) => "EnumeratePuzzle",
             Call::CheckPuzzle(_) => "CheckPuzzle",
             Call::EncodePuzzle(_) => "EncodePuzzle",
+            Call::Estimate(_) => "Estimate",
         }
     }
 }
@@ -461,6 +463,7 @@ async fn send(clients: &Clients, hostile: &Hostile, last_job: &str) -> (Outcome,
             }
             Call::CheckPuzzle(m) => unary(puzzles.check_puzzle(request(m.clone(), h)).await),
             Call::EncodePuzzle(m) => unary(puzzles.encode_puzzle(request(m.clone(), h)).await),
+            Call::Estimate(m) => unary(solver.estimate(request(m.clone(), h)).await),
         }
     };
     let outcome = tokio::time::timeout(CALL_BOUND, call)
@@ -1356,6 +1359,22 @@ fn call() -> BoxedStrategy<Call> {
             ..Default::default()
         })
     });
+    let estimate = (
+        problem(),
+        prop_oneof![
+            3 => select(vec![0u64, 1, 2, 1000]),
+            1 => select(vec![100_000u64, 100_001, u64::MAX]),
+        ],
+        any::<u64>(),
+    )
+        .prop_map(|(problem, probes, seed)| {
+            Call::Estimate(pb::EstimateRequest {
+                problem,
+                probes,
+                seed,
+                ..Default::default()
+            })
+        });
     prop_oneof![
         3 => solve,
         3 => enumerate,
@@ -1370,6 +1389,7 @@ fn call() -> BoxedStrategy<Call> {
         2 => enumerate_puzzle,
         2 => check,
         2 => encode,
+        2 => estimate,
     ]
     .boxed()
 }

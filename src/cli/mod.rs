@@ -7,6 +7,7 @@ mod bench;
 mod bench_cluster;
 mod bench_service;
 mod credentials;
+mod estimate;
 mod pooled;
 mod progress;
 mod puzzle;
@@ -34,6 +35,9 @@ struct Cli {
 enum Command {
     /// Solve an XCC problem written in Knuth's DLX format.
     Solve(solve::SolveArgs),
+    /// Estimate the search tree's size and the time to search it, by
+    /// Knuth's random probes, before running it.
+    Estimate(estimate::EstimateArgs),
     /// Serve the gRPC API with a pool of worker threads.
     Serve(serve::ServeArgs),
     /// Run the benchmark instances single-threaded and print a table.
@@ -57,6 +61,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Solve(args) => solve::run(args),
+        Command::Estimate(args) => estimate::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Worker(args) => worker::run(args),

@@ -20,6 +20,7 @@ use tracing::Instrument;
 use super::callers::Caller;
 use super::convert::{self, ProblemLimits};
 use super::durable::{self, Durability};
+use super::estimate::Estimator;
 use super::job::JobId;
 use super::job::{Delivery, EndReason, Event, Job, JobSpec, SolutionIndices};
 use super::jobs::{self, format_id, parse_id, Entry, JobRegistry, Record};
@@ -80,6 +81,7 @@ pub struct SolverApi {
     config: ApiConfig,
     /// The job store, when submitted jobs are durable.
     durability: Option<Arc<Durability>>,
+    estimator: Estimator,
 }
 
 /// Solutions per page of ListJobSolutions when the request says 0, and the
@@ -104,6 +106,7 @@ impl SolverApi {
             jobs,
             config,
             durability,
+            estimator: Estimator::default(),
         }
     }
 
@@ -587,6 +590,15 @@ impl SolverService for SolverApi {
         .await?;
         tracing::info!(job = id, "job deleted");
         Ok(Response::new(pb::DeleteJobResponse {}))
+    }
+
+    async fn estimate(
+        &self,
+        request: Request<pb::EstimateRequest>,
+    ) -> Result<Response<pb::EstimateResponse>, Status> {
+        self.estimator
+            .estimate(&self.pool, &self.config.limits, request)
+            .await
     }
 }
 

@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod convert;
 pub mod credentials;
 pub mod durable;
+pub mod estimate;
 pub mod grpc;
 pub mod job;
 pub mod jobs;

@@ -52,8 +52,8 @@ use std::sync::atomic::Ordering;
 
 use super::problem::Problem;
 use super::search::{
-    Flow, Outcome, PathNode, ProgressView, Request, RunConfig, SolutionView, Stats, Status,
-    TaskError,
+    Flow, Outcome, PathNode, Probe, ProbeEnd, ProgressView, Request, RunConfig, SolutionView,
+    Stats, Status, TaskError,
 };
 use super::task::{Cut, Decision, Task, ALL};
 
@@ -385,6 +385,25 @@ impl Cells {
         (best, t)
     }
 
+    /// The item to branch on at the node being entered, as SSXCC's step
+    /// "forward" picks it: an item left on the force stack by the level
+    /// above if one is still active, else `choose`'s pick (the last item it
+    /// forced, if any). Returns the item and its degree: 1 for a forced
+    /// item, `NONE` (no item) at a solution.
+    #[inline(always)]
+    fn next_item(&mut self) -> (u32, u32) {
+        while let Some(x) = self.force.pop() {
+            if self.position(x) < self.active {
+                return (x, 1);
+            }
+        }
+        let (best, t) = self.choose();
+        match self.force.pop() {
+            Some(x) => (x, 1),
+            None => (best, t),
+        }
+    }
+
     /// Takes `best` out of the active list and hides its options.
     #[inline(always)]
     fn open<const COLORS: bool>(&mut self, best: u32) {
@@ -573,28 +592,9 @@ impl Cells {
                         step = Step::Backup;
                         continue;
                     }
-                    // "Maybe do a forced move" left from the level above.
-                    let mut forced = NONE;
-                    while let Some(x) = self.force.pop() {
-                        if self.position(x) < self.active {
-                            forced = x;
-                            break;
-                        }
-                    }
-                    let t = if forced != NONE {
-                        1
-                    } else {
-                        let (b, t) = self.choose();
-                        if let Some(x) = self.force.pop() {
-                            forced = x;
-                            1
-                        } else {
-                            best = b;
-                            t
-                        }
-                    };
-                    if forced != NONE {
-                        best = forced;
+                    let (item, t) = self.next_item();
+                    if t == 1 {
+                        best = item;
                         self.open::<COLORS>(best);
                         self.saved[level + 1] = self.saved[level];
                     } else if t == NONE {
@@ -615,6 +615,7 @@ impl Cells {
                         step = Step::Backup;
                         continue;
                     } else {
+                        best = item;
                         self.open::<COLORS>(best);
                         self.save_sizes(level);
                     }
@@ -1005,34 +1006,19 @@ impl Cells {
         let mut taken = Vec::with_capacity(path.len());
         let mut level = 0;
         loop {
-            let mut forced = NONE;
-            while let Some(x) = self.force.pop() {
-                if self.position(x) < self.active {
-                    forced = x;
-                    break;
+            let (best, t) = self.next_item();
+            if t == NONE {
+                if level < path.len() {
+                    return Err(TaskError {
+                        level,
+                        position: path[level],
+                    });
                 }
+                return Ok(PathNode {
+                    taken,
+                    alternatives: Vec::new(),
+                });
             }
-            let best = if forced != NONE {
-                forced
-            } else {
-                let (b, t) = self.choose();
-                match self.force.pop() {
-                    Some(x) => x,
-                    None if t == NONE => {
-                        if level < path.len() {
-                            return Err(TaskError {
-                                level,
-                                position: path[level],
-                            });
-                        }
-                        return Ok(PathNode {
-                            taken,
-                            alternatives: Vec::new(),
-                        });
-                    }
-                    None => b,
-                }
-            };
             self.open::<COLORS>(best);
             let mut alternatives: Vec<u32> =
                 self.set[best as usize..(best + self.size(best)) as usize].to_vec();
@@ -1068,5 +1054,44 @@ impl Cells {
             }
             level += 1;
         }
+    }
+
+    /// One random walk down SSXCC's tree (see [`super::search::Solver::probe`]):
+    /// at each node an alternative drawn by `choose` among the branching
+    /// item's options, in any order (the walk is uniform whatever the
+    /// order). An option that fails on entry ends the walk as
+    /// [`ProbeEnd::Missing`]: SSXCC does not count it as a node.
+    pub(crate) fn probe(&mut self, choose: &mut dyn FnMut(Decision) -> Decision) -> Probe {
+        if self.colors {
+            self.probe_with::<true>(choose)
+        } else {
+            self.probe_with::<false>(choose)
+        }
+    }
+
+    fn probe_with<const COLORS: bool>(
+        &mut self,
+        choose: &mut dyn FnMut(Decision) -> Decision,
+    ) -> Probe {
+        self.reset();
+        let mut degrees = Vec::new();
+        let end = loop {
+            let (best, t) = self.next_item();
+            if t == NONE {
+                break ProbeEnd::Solution;
+            }
+            self.open::<COLORS>(best);
+            let degree = self.size(best);
+            if degree == 0 {
+                break ProbeEnd::DeadEnd;
+            }
+            let r = choose(degree).min(degree - 1);
+            degrees.push(degree);
+            let cur = self.set[(best + r) as usize];
+            if !self.try_option::<COLORS>(cur) {
+                break ProbeEnd::Missing;
+            }
+        };
+        Probe { degrees, end }
     }
 }

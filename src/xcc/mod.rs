@@ -1,7 +1,9 @@
-//! The engine: problem model, Knuth's DLX text format, and the dancing-links
-//! search (Algorithms X, C and M) with splittable subtree tasks.
+//! The engine: problem model, Knuth's DLX text format, and two searches with
+//! splittable subtree tasks: dancing links (Algorithms X, C and M) and
+//! dancing cells (Algorithm C on sparse sets).
 mod cells;
 pub mod dlx_format;
+pub mod estimate;
 mod links;
 pub mod problem;
 pub mod search;
@@ -11,7 +13,7 @@ pub(crate) mod testing;
 
 pub use problem::{Problem, ProblemBuilder, ProblemError};
 pub use search::{
-    Collect, CountOnly, Engine, Flow, Layout, Outcome, PathNode, ProgressView, Request, RunConfig,
-    SolutionView, Solver, Stats, Status, TaskError, UnsupportedEngine, Visitor,
+    Collect, CountOnly, Engine, Flow, Layout, Outcome, PathNode, Probe, ProbeEnd, ProgressView,
+    Request, RunConfig, SolutionView, Solver, Stats, Status, TaskError, UnsupportedEngine, Visitor,
 };
 pub use task::{Cut, Decision, Task, ALL};

@@ -459,6 +459,60 @@ impl Solver {
             Inner::Cells(s) => s.describe(path).map(Some),
         }
     }
+    /// Walks one random path from the root of the search tree, as the
+    /// search would go down it, choosing at each node the alternative
+    /// `choose(d)` among its `d` (a value in `0..d`; larger values count as
+    /// `d - 1`). Returns the degrees along the path and how it ended; the
+    /// links are as before. Knuth's estimate of the tree's size is built on
+    /// it (see [`crate::xcc::estimate`]). Side conditions a visitor checks
+    /// are not seen: the walk is in the tree of the problem alone.
+    pub fn probe(&mut self, choose: &mut dyn FnMut(Decision) -> Decision) -> Probe {
+        match &mut self.engine {
+            Inner::Narrow(s) => s.probe(choose),
+            Inner::Wide(s) => s.probe(choose),
+            Inner::Cells(s) => s.probe(choose),
+        }
+    }
+}
+
+/// One random walk down the search tree (see [`Solver::probe`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// The degree (number of alternatives) of each node the walk went
+    /// through, from the root, in the search's own terms: the options of
+    /// the branching item's list for Algorithms X and C, DLX3's moves for
+    /// Algorithm M. The walk took one alternative at each.
+    pub degrees: Vec<Decision>,
+    /// How the walk ended.
+    pub end: ProbeEnd,
+}
+
+/// Where a [`Probe`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeEnd {
+    /// At a solution, a node of the tree as [`Stats::nodes`] counts it.
+    Solution,
+    /// At a node without alternatives that is not a solution (a primary
+    /// item that no option can cover any more), also a node of its own.
+    DeadEnd,
+    /// The alternative chosen at the last node is no node: the walk ended
+    /// on an empty subtree. On dancing links, that node had fewer
+    /// alternatives than its degree says (Algorithm M's degree is DLX3's
+    /// count of its moves, which the search never exceeds; this should not
+    /// happen). On dancing cells it is common: an option whose covering
+    /// leaves an item without options is tried but is no node (SSXCC does
+    /// not count it).
+    Missing,
+}
+
+impl Probe {
+    /// How many nodes of the tree the walk visited, the root included.
+    pub fn nodes(&self) -> usize {
+        match self.end {
+            ProbeEnd::Missing => self.degrees.len(),
+            ProbeEnd::Solution | ProbeEnd::DeadEnd => self.degrees.len() + 1,
+        }
+    }
 }
 
 /// What a path of the search tree leads to (see [`Solver::describe`]).
@@ -1306,5 +1360,111 @@ impl<N: NodeRepr> Search<N> {
             }
             self.m_restore::<COLORS>(l);
         }
+    }
+}
+
+// ----- Random probes (Knuth's estimate of the tree's size) -----
+
+impl<N: NodeRepr> Search<N> {
+    fn probe(&mut self, choose: &mut dyn FnMut(Decision) -> Decision) -> Probe {
+        match (self.multiplicities, self.colors) {
+            (false, false) => self.probe_c::<false>(choose),
+            (false, true) => self.probe_c::<true>(choose),
+            (true, false) => self.probe_m::<false>(choose),
+            (true, true) => self.probe_m::<true>(choose),
+        }
+    }
+
+    /// One random walk of Algorithm C (DLX2): the alternatives at a node
+    /// are the options in the list of the item `choose_c` picks, and a
+    /// solution is detected right after committing an option.
+    fn probe_c<const COLORS: bool>(
+        &mut self,
+        choose: &mut dyn FnMut(Decision) -> Decision,
+    ) -> Probe {
+        let mut degrees = Vec::new();
+        let mut steps: Vec<(u32, u32)> = Vec::new();
+        let end = loop {
+            if self.links.next[ROOT as usize] == ROOT {
+                break ProbeEnd::Solution;
+            }
+            let (best, len) = self.choose_c();
+            if len <= 0 {
+                break ProbeEnd::DeadEnd;
+            }
+            let degree = len as Decision;
+            let r = choose(degree).min(degree - 1);
+            self.links.cover::<COLORS>(best, true);
+            let mut cur = self.links.nd[best as usize].down();
+            for _ in 0..r {
+                cur = self.links.nd[cur as usize].down();
+            }
+            self.links.commit_others::<COLORS>(cur);
+            steps.push((best, cur));
+            degrees.push(degree);
+        };
+        for &(best, cur) in steps.iter().rev() {
+            self.links.uncommit_others::<COLORS>(cur);
+            self.links.uncover::<COLORS>(best, true);
+        }
+        Probe { degrees, end }
+    }
+
+    /// One random walk of Algorithm M (DLX3): the alternatives at a node
+    /// are DLX3's moves for the item `choose_m` picks, as many as its
+    /// score; a node whose score is <= 0 has none, and a solution is
+    /// detected on entering a node. Each level is set up as `run_m` sets
+    /// it up, and the walk unwinds as `run_m` does after an early exit.
+    fn probe_m<const COLORS: bool>(
+        &mut self,
+        choose: &mut dyn FnMut(Decision) -> Decision,
+    ) -> Probe {
+        let mut degrees = Vec::new();
+        let mut level = 0usize;
+        let end = loop {
+            let (best, score) = self.choose_m();
+            let Some(score) = score else {
+                break ProbeEnd::Solution;
+            };
+            if score <= 0 {
+                break ProbeEnd::DeadEnd;
+            }
+            let b = best as usize;
+            self.best[level] = best;
+            self.null_taken[level] = false;
+            let cur = self.links.nd[b].down();
+            self.choice[level] = cur;
+            self.links.bound[b] -= 1;
+            if self.links.bound[b] == 0 && self.links.slack[b] == 0 {
+                self.links.cover::<COLORS>(best, true);
+            } else {
+                self.first_tweak[level] = cur;
+                if self.links.bound[b] == 0 {
+                    self.links.cover::<COLORS>(best, true);
+                }
+            }
+            let degree = Decision::try_from(score).unwrap_or(Decision::MAX - 1);
+            let r = choose(degree).min(degree - 1);
+            // Reach the r-th move as DLX3 would, tweaking the options of
+            // the moves before it away.
+            let mut skipped = 0;
+            while skipped < r && self.m_prepare::<COLORS>(level, true) {
+                let cur = self.choice[level];
+                self.choice[level] = self.links.nd[cur as usize].down();
+                skipped += 1;
+            }
+            degrees.push(degree);
+            if skipped < r || !self.m_prepare::<COLORS>(level, false) {
+                self.m_restore::<COLORS>(level);
+                break ProbeEnd::Missing;
+            }
+            let cur = self.choice[level];
+            if cur != best {
+                self.links.m_commit_others::<COLORS>(cur);
+            }
+            level += 1;
+        };
+        self.unwind_m::<COLORS>(level);
+        Probe { degrees, end }
     }
 }
