@@ -65,6 +65,28 @@ struct Cell {
     loc: u32,
 }
 
+/// Puts an item left with one option on the force stack, out of the way of
+/// the registers of `hide`'s loop (it happens once per thousands of updates).
+#[cold]
+#[inline(never)]
+fn push_forced(force: &mut Vec<u32>, x: u32) {
+    force.push(x);
+}
+
+/// `pos(x)` and `size(x)`, side by side in `set`: one load for both.
+///
+/// # Safety
+/// `x` is an item of `set` (so `x - 2` and `x - 1` are in it).
+#[inline(always)]
+unsafe fn position_and_size(set: *const u32, x: u32) -> (u32, u32) {
+    let both = set.add(x as usize - 2).cast::<u64>().read_unaligned();
+    if cfg!(target_endian = "little") {
+        (both as u32, (both >> 32) as u32)
+    } else {
+        ((both >> 32) as u32, both as u32)
+    }
+}
+
 /// "No branching item": the size SSXCC uses for "no active primary item".
 const NONE: u32 = u32::MAX;
 
@@ -325,15 +347,15 @@ impl Cells {
                         continue;
                     }
                     let uu = itm as u32;
-                    let pu = *set.add(uu as usize - 2);
+                    let (pu, size) = position_and_size(set, uu);
                     if pu < oactive {
-                        let ss = *set.add(uu as usize - 1) - 1;
-                        if CHECK && ss <= 1 && uu < second && pu < active {
+                        let ss = size - 1;
+                        if CHECK && ss <= 1 && pu < active && uu < second {
                             if ss == 0 {
                                 ok = false;
                                 break 'options;
                             }
-                            self.force.push(uu);
+                            push_forced(&mut self.force, uu);
                         }
                         let last = set.add((uu + ss) as usize);
                         let nnp = *last;
