@@ -1206,15 +1206,21 @@ fn puzzle() -> BoxedStrategy<Option<pb::Puzzle>> {
 // Strategies: calls
 // ---------------------------------------------------------------------------
 
+/// The engine field: auto, links, cells (refused for problems with
+/// multiplicities), or a number no engine has.
+fn engine() -> BoxedStrategy<i32> {
+    prop_oneof![5 => select(vec![0, 1, 2]), 1 => any::<i32>()].boxed()
+}
+
 fn call() -> BoxedStrategy<Call> {
-    let solve = (problem(), limit(), any::<bool>(), max_nodes()).prop_map(
-        |(problem, limit, include_option_text, max_nodes)| {
+    let solve = (problem(), limit(), any::<bool>(), max_nodes(), engine()).prop_map(
+        |(problem, limit, include_option_text, max_nodes, engine)| {
             Call::Solve(pb::SolveRequest {
                 problem,
                 limit,
                 include_option_text,
                 max_nodes,
-                ..Default::default()
+                engine,
             })
         },
     );
@@ -1226,9 +1232,19 @@ fn call() -> BoxedStrategy<Call> {
         batch_size(),
         interval(),
         max_nodes(),
+        engine(),
     )
         .prop_map(
-            |(problem, limit, count_only, include_option_text, batch_size, interval, max_nodes)| {
+            |(
+                problem,
+                limit,
+                count_only,
+                include_option_text,
+                batch_size,
+                interval,
+                max_nodes,
+                engine,
+            )| {
                 Call::Enumerate(pb::EnumerateRequest {
                     problem,
                     limit,
@@ -1237,7 +1253,7 @@ fn call() -> BoxedStrategy<Call> {
                     batch_size,
                     progress_interval_seconds: interval,
                     max_nodes,
-                    ..Default::default()
+                    engine,
                 })
             },
         );
@@ -1247,15 +1263,17 @@ fn call() -> BoxedStrategy<Call> {
         keep_solutions(),
         any::<bool>(),
         max_nodes(),
+        engine(),
     )
         .prop_map(
-            |(problem, limit, keep_solutions, include_option_text, max_nodes)| {
+            |(problem, limit, keep_solutions, include_option_text, max_nodes, engine)| {
                 Call::SubmitJob(pb::SubmitJobRequest {
                     problem,
                     limit,
                     keep_solutions,
                     include_option_text,
                     max_nodes,
+                    engine,
                     ..Default::default()
                 })
             },

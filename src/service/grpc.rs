@@ -755,7 +755,9 @@ impl StoredWatch {
                     _ => None,
                 };
                 if let Some(summary) = summary {
-                    let _ = send_until(&tx, wrap(E::Summary(summary)), deadline).await;
+                    if !send_until(&tx, wrap(E::Summary(summary)), deadline).await {
+                        return deadline_passed(&tx, deadline).await;
+                    }
                 }
                 return;
             }
@@ -856,8 +858,14 @@ impl<E: StreamEvents> Pump<E> {
                     // Only durable jobs take snapshots, and no call streams them.
                     Event::Snapshot(_) => continue,
                     Event::Done(summary) => {
-                        let _ = send_until(&tx, Ok(self.events.progress(progress())), deadline).await;
-                        let _ = send_until(&tx, Ok(self.events.summary(convert::summary(&summary))), deadline).await;
+                        // A stream that cannot end with its summary before
+                        // the deadline ends with DEADLINE_EXCEEDED, never OK.
+                        let summary_event = self.events.summary(convert::summary(&summary));
+                        if !send_until(&tx, Ok(self.events.progress(progress())), deadline).await
+                            || !send_until(&tx, Ok(summary_event), deadline).await
+                        {
+                            return deadline_passed(&tx, deadline).await;
+                        }
                         if let Some(status) = convert::failure(&summary) {
                             let _ = send_until(&tx, Err(status), deadline).await;
                         }
@@ -998,7 +1006,9 @@ async fn watch(
             if include_solutions && !job.kept_from(sent).is_empty() {
                 continue;
             }
-            let _ = send_until(&tx, wrap(E::Summary(convert::summary(&summary))), deadline).await;
+            if !send_until(&tx, wrap(E::Summary(convert::summary(&summary))), deadline).await {
+                return deadline_passed(&tx, deadline).await;
+            }
             return;
         }
         if Instant::now() >= deadline {
