@@ -52,8 +52,8 @@ use std::sync::atomic::Ordering;
 
 use super::problem::Problem;
 use super::search::{
-    Flow, Outcome, PathNode, Probe, ProbeEnd, ProgressView, Request, RunConfig, SolutionView,
-    Stats, Status, TaskError,
+    Outcome, PathNode, Probe, ProbeEnd, ProgressView, Request, RunConfig, SolutionView, Stats,
+    Status, TaskError,
 };
 use super::task::{Cut, Decision, Task, ALL};
 
@@ -768,11 +768,7 @@ impl Cells {
     }
 
     fn cuts_within(&self, path: &[Decision], from: Decision, to: Decision) -> Vec<Cut> {
-        self.cuts
-            .iter()
-            .filter(|cut| cut.within(path, from, to))
-            .cloned()
-            .collect()
+        Cut::all_within(&self.cuts, path, from, to)
     }
 
     #[cold]
@@ -796,22 +792,8 @@ impl Cells {
             }
             return None;
         }
-        self.stats.nodes += 1;
-        if config.profile {
-            let depth = level - self.base;
-            if self.stats.profile.len() <= depth {
-                self.stats.profile.resize(depth + 1, 0);
-            }
-            self.stats.profile[depth] += 1;
-        }
-        if level > self.stats.max_level {
-            self.stats.max_level = level;
-        }
-        if let Some(max) = config.max_nodes {
-            if self.stats.nodes > max {
-                self.stats.nodes -= 1;
-                return Some(Exit::Stop(Status::NodeLimit));
-            }
+        if !self.stats.count_node(level, level - self.base, config) {
+            return Some(Exit::Stop(Status::NodeLimit));
         }
         if level == self.base {
             self.end_replay();
@@ -992,21 +974,7 @@ impl Cells {
             &self.node_option,
             0,
         ));
-        match flow {
-            Flow::Reject => return None,
-            Flow::Stop => {
-                self.stats.solutions += 1;
-                return Some(Exit::Stop(Status::Stopped));
-            }
-            Flow::Continue => self.stats.solutions += 1,
-        }
-        if config
-            .max_solutions
-            .is_some_and(|m| self.stats.solutions >= m)
-        {
-            return Some(Exit::Stop(Status::SolutionLimit));
-        }
-        None
+        self.stats.count_solution(flow, config).map(Exit::Stop)
     }
 
     /// What `path` (ranks) leads to: the option taken at each level and the

@@ -49,6 +49,45 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Counts a node on `level`, `depth` levels below the task's node (both
+    /// engines enter their nodes through this). False when that passes the
+    /// run's node limit: the node is then not counted and the run stops.
+    #[inline(always)]
+    pub(crate) fn count_node(&mut self, level: usize, depth: usize, config: &RunConfig) -> bool {
+        self.nodes += 1;
+        if config.profile {
+            if self.profile.len() <= depth {
+                self.profile.resize(depth + 1, 0);
+            }
+            self.profile[depth] += 1;
+        }
+        if level > self.max_level {
+            self.max_level = level;
+        }
+        if config.max_nodes.is_some_and(|max| self.nodes > max) {
+            self.nodes -= 1;
+            return false;
+        }
+        true
+    }
+
+    /// Counts a solution as the visitor judged it; the status the run must
+    /// stop with, if any (the visitor's stop, or `max_solutions` reached).
+    pub(crate) fn count_solution(&mut self, flow: Flow, config: &RunConfig) -> Option<Status> {
+        match flow {
+            Flow::Reject => return None,
+            Flow::Stop => {
+                self.solutions += 1;
+                return Some(Status::Stopped);
+            }
+            Flow::Continue => self.solutions += 1,
+        }
+        config
+            .max_solutions
+            .is_some_and(|m| self.solutions >= m)
+            .then_some(Status::SolutionLimit)
+    }
+
     /// Adds the counters of another (part of the same) search.
     pub fn merge(&mut self, other: &Stats) {
         self.nodes += other.nodes;
@@ -802,11 +841,7 @@ impl<N: NodeRepr> Search<N> {
 
     /// The cuts of the running task that lie inside a task made from it.
     fn cuts_within(&self, path: &[Decision], from: Decision, to: Decision) -> Vec<Cut> {
-        self.cuts
-            .iter()
-            .filter(|cut| cut.within(path, from, to))
-            .cloned()
-            .collect()
+        Cut::all_within(&self.cuts, path, from, to)
     }
 
     /// Counts a node at `level` and, every `poll_interval` nodes, consults
@@ -827,22 +862,8 @@ impl<N: NodeRepr> Search<N> {
             }
             return None;
         }
-        self.stats.nodes += 1;
-        if config.profile {
-            let depth = level - self.base;
-            if self.stats.profile.len() <= depth {
-                self.stats.profile.resize(depth + 1, 0);
-            }
-            self.stats.profile[depth] += 1;
-        }
-        if level > self.stats.max_level {
-            self.stats.max_level = level;
-        }
-        if let Some(max) = config.max_nodes {
-            if self.stats.nodes > max {
-                self.stats.nodes -= 1;
-                return Some(Exit::Stop(Status::NodeLimit));
-            }
+        if !self.stats.count_node(level, level - self.base, config) {
+            return Some(Exit::Stop(Status::NodeLimit));
         }
         if level == self.base {
             // The root task: its branching is all new.
@@ -985,21 +1006,7 @@ impl<N: NodeRepr> Search<N> {
             node_option: &self.links.node_option,
             last_itm: self.links.last_itm,
         });
-        match flow {
-            Flow::Reject => return None,
-            Flow::Stop => {
-                self.stats.solutions += 1;
-                return Some(Exit::Stop(Status::Stopped));
-            }
-            Flow::Continue => self.stats.solutions += 1,
-        }
-        if config
-            .max_solutions
-            .is_some_and(|m| self.stats.solutions >= m)
-        {
-            return Some(Exit::Stop(Status::SolutionLimit));
-        }
-        None
+        self.stats.count_solution(flow, config).map(Exit::Stop)
     }
 
     // ----- Algorithm C (DLX2) -----

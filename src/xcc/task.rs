@@ -69,6 +69,15 @@ impl Cut {
         }
     }
 
+    /// The cuts of `cuts` that lie inside the subtrees `[from, to)` below
+    /// `path`: those a task made from there inherits.
+    pub fn all_within(cuts: &[Cut], path: &[Decision], from: Decision, to: Decision) -> Vec<Cut> {
+        cuts.iter()
+            .filter(|cut| cut.within(path, from, to))
+            .cloned()
+            .collect()
+    }
+
     /// Whether this cut lies inside the subtrees `[from, to)` below `path`.
     pub fn within(&self, path: &[Decision], from: Decision, to: Decision) -> bool {
         self.path.starts_with(path)
