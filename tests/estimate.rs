@@ -63,10 +63,11 @@ fn langford(n: usize) -> Problem {
 
 /// The exact expectation of one probe's estimates: every path once,
 /// weighted by the chance that a probe takes it.
-fn expectation(problem: &Problem, engine: Engine) -> (f64, f64) {
+/// Also returns the paths' total probability (1 when every path was walked).
+fn expectation(problem: &Problem, engine: Engine) -> (f64, f64, f64) {
     let mut solver = Solver::with_engine(problem, engine).unwrap();
     let mut path: Vec<Decision> = Vec::new();
-    let (mut nodes, mut solutions) = (0.0, 0.0);
+    let (mut nodes, mut solutions, mut total) = (0.0, 0.0, 0.0);
     loop {
         let mut i = 0;
         let probe = solver.probe(&mut |_| {
@@ -78,6 +79,7 @@ fn expectation(problem: &Problem, engine: Engine) -> (f64, f64) {
         let s = sample(&probe);
         nodes += p * s.nodes;
         solutions += p * s.solutions;
+        total += p;
         path.resize(probe.degrees.len(), 0);
         match (0..path.len())
             .rev()
@@ -87,7 +89,7 @@ fn expectation(problem: &Problem, engine: Engine) -> (f64, f64) {
                 path.truncate(l + 1);
                 path[l] += 1;
             }
-            None => return (nodes, solutions),
+            None => return (nodes, solutions, total),
         }
     }
 }
@@ -96,7 +98,7 @@ fn expectation(problem: &Problem, engine: Engine) -> (f64, f64) {
 /// estimator's expectation is exactly the node and solution counts.
 #[test]
 fn the_expectation_is_the_exact_count() {
-    for name in [
+    let mut problems: Vec<(&str, Problem)> = [
         "queens8",
         "langford7",
         "latin4",
@@ -105,11 +107,24 @@ fn the_expectation_is_the_exact_count() {
         "mcc_simple",
         "mcc_rowcol4k2",
         "mcc_rowcol5k2",
-    ] {
-        let problem = parse(&instance(name));
+    ]
+    .into_iter()
+    .map(|name| (name, parse(&instance(name))))
+    .collect();
+    // Knuth's small color example, and bounds with slack (Algorithm M).
+    problems.push((
+        "colors",
+        parse("A B C | X Y\nA B X:0 Y:0\nA C X:1 Y:1\nX:0 Y:1\nB X:1\nC Y:1\n"),
+    ));
+    problems.push(("bounds", parse("2:3|A 1|B\nA\nA B\nA\nB\n")));
+    for (name, problem) in problems {
         for engine in engines(&problem) {
             let stats = count(&problem, engine);
-            let (nodes, solutions) = expectation(&problem, engine);
+            let (nodes, solutions, total) = expectation(&problem, engine);
+            assert!(
+                (total - 1.0).abs() < 1e-9,
+                "{name} ({engine}): paths weigh {total}"
+            );
             let relative = |e: f64, t: u64| (e - t as f64).abs() / (t as f64).max(1.0);
             // A probe walks from the pristine arrays; SSXCC's run meets
             // each node after undoing its siblings, in a set order that

@@ -52,8 +52,8 @@ use std::sync::atomic::Ordering;
 
 use super::problem::Problem;
 use super::search::{
-    Outcome, PathNode, Probe, ProbeEnd, ProgressView, Request, RunConfig, SolutionView, Stats,
-    Status, TaskError,
+    Exit, Outcome, PathNode, Probe, ProbeEnd, ProgressView, RunConfig, SolutionView, Stats, Status,
+    TaskError,
 };
 use super::task::{Cut, Decision, Task, ALL};
 
@@ -89,13 +89,6 @@ unsafe fn position_and_size(set: *const u32, x: u32) -> (u32, u32) {
 
 /// "No branching item": the size SSXCC uses for "no active primary item".
 const NONE: u32 = u32::MAX;
-
-/// How a run ends, before the bookkeeping.
-enum Exit {
-    Done,
-    Stop(Status),
-    Checkpoint,
-}
 
 pub(crate) struct Cells {
     nd: Vec<Cell>,
@@ -840,17 +833,7 @@ impl Cells {
             };
             visitor.poll(&view)
         };
-        match request {
-            Request::Continue => None,
-            Request::Stop => Some(Exit::Stop(Status::Stopped)),
-            Request::Checkpoint => Some(Exit::Checkpoint),
-            Request::GiveAway => {
-                if let Some(task) = self.give_away(level) {
-                    visitor.given_away(task);
-                }
-                None
-            }
-        }
+        Exit::after_poll(request, visitor, || self.give_away(level))
     }
 
     fn done_weight(&self, level: usize) -> f64 {
@@ -880,7 +863,7 @@ impl Cells {
     fn give_away(&mut self, level: usize) -> Option<Task> {
         for l in self.base..level {
             let hi = self.hi[l];
-            if self.tried[l] + 1 >= hi - self.lo[l] {
+            if self.tried[l] + 1 >= hi.saturating_sub(self.lo[l]) {
                 continue; // nothing untried
             }
             let max_tried = self.tried_ranks(l).into_iter().max()?;
@@ -948,11 +931,7 @@ impl Cells {
     }
 
     fn finish(&mut self, exit: Exit, level: usize, task: &Task) -> (Status, Vec<Task>) {
-        match exit {
-            Exit::Done => (Status::Exhausted, Vec::new()),
-            Exit::Stop(status) => (status, Vec::new()),
-            Exit::Checkpoint => (Status::Checkpointed, self.remaining_tasks(level, task)),
-        }
+        exit.finish(|| self.remaining_tasks(level, task))
     }
 
     fn accepts<V: super::search::Visitor>(&self, level: usize, visitor: &mut V) -> bool {

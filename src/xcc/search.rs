@@ -612,11 +612,43 @@ enum Step {
     Backdown,
 }
 
-/// How the main loop ends, before unwinding.
-enum Exit {
+/// How an engine's main loop ends, before unwinding (both engines).
+pub(crate) enum Exit {
     Done,
     Stop(Status),
     Checkpoint,
+}
+
+impl Exit {
+    /// How a run goes on after the visitor answered a poll with `request`;
+    /// `give_away` makes the task a give-away hands out, if there is one.
+    #[cold]
+    pub(crate) fn after_poll<V: Visitor>(
+        request: Request,
+        visitor: &mut V,
+        give_away: impl FnOnce() -> Option<Task>,
+    ) -> Option<Exit> {
+        match request {
+            Request::Continue => None,
+            Request::Stop => Some(Exit::Stop(Status::Stopped)),
+            Request::Checkpoint => Some(Exit::Checkpoint),
+            Request::GiveAway => {
+                if let Some(task) = give_away() {
+                    visitor.given_away(task);
+                }
+                None
+            }
+        }
+    }
+
+    /// The run's status, and its unexplored work after a checkpoint.
+    pub(crate) fn finish(self, remaining: impl FnOnce() -> Vec<Task>) -> (Status, Vec<Task>) {
+        match self {
+            Exit::Done => (Status::Exhausted, Vec::new()),
+            Exit::Stop(status) => (status, Vec::new()),
+            Exit::Checkpoint => (Status::Checkpointed, remaining()),
+        }
+    }
 }
 
 impl<N: NodeRepr> Search<N> {
@@ -894,17 +926,7 @@ impl<N: NodeRepr> Search<N> {
             };
             visitor.poll(&view)
         };
-        match request {
-            Request::Continue => None,
-            Request::Stop => Some(Exit::Stop(Status::Stopped)),
-            Request::Checkpoint => Some(Exit::Checkpoint),
-            Request::GiveAway => {
-                if let Some(task) = self.give_away(level) {
-                    visitor.given_away(task);
-                }
-                None
-            }
-        }
+        Exit::after_poll(request, visitor, || self.give_away(level))
     }
 
     /// Knuth's estimate of the weight explored, at a node on `level` not yet
@@ -977,11 +999,7 @@ impl<N: NodeRepr> Search<N> {
     }
 
     fn finish(&mut self, exit: Exit, level: usize, task: &Task) -> (Status, Vec<Task>) {
-        match exit {
-            Exit::Done => (Status::Exhausted, Vec::new()),
-            Exit::Stop(status) => (status, Vec::new()),
-            Exit::Checkpoint => (Status::Checkpointed, self.remaining_tasks(level, task)),
-        }
+        exit.finish(|| self.remaining_tasks(level, task))
     }
 
     /// Asks the visitor whether the options chosen above `level` may still
