@@ -2,9 +2,10 @@
 //! `deploy/k8s/base`) and its overlays `overlays/tls` (TLS on the API and on the workers'
 //! listener) and `overlays/mtls` (plus the workers' client certificates) render, hold the objects
 //! the cluster needs with the probes, ports, selectors, Secrets and network policy that fit
-//! together, and the coordinator's durable data directory (a StatefulSet with a claim), and
-//! validate against Kubernetes' own schemas, offline and strictly; the Dockerfile is multi-stage
-//! and runs as a non-root user.
+//! together, the coordinator's durable data directory (a StatefulSet with a claim), and a workers'
+//! autoscaler on CPU and on the coordinator's queued tasks (the metric that the documented
+//! prometheus-adapter rule serves), and validate against Kubernetes' own schemas, offline and
+//! strictly; the Dockerfile is multi-stage and runs as a non-root user.
 //!
 //! Tools: `kubectl` on PATH (for `kubectl kustomize`), and the PyPI package
 //! `kubernetes-validate` (pinned in tests/python/requirements.txt), found through
@@ -59,6 +60,10 @@ const WORKER_TLS_DIR: &str = "/etc/xccd/worker-tls";
 
 /// The pods' user and group (the Dockerfile's USER).
 const UID: &str = "10001";
+
+/// The coordinator's Prometheus gauge of the tasks waiting for a worker
+/// (src/service/server.rs), which the workers' autoscaler follows.
+const QUEUE_GAUGE: &str = "xccd_tasks_queued";
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -956,9 +961,22 @@ fn assert_common(yaml: &str, dir: &str, scheme: &str) {
     assert_eq!(value(&target, "name"), Some("xccd-worker"));
     assert_eq!(value(hpa, "minReplicas"), Some("2"));
     assert_eq!(value(hpa, "maxReplicas"), Some("20"));
-    let metrics = section(hpa, "metrics");
-    assert_eq!(value(&metrics, "name"), Some("cpu"));
-    assert_eq!(value(&metrics, "averageUtilization"), Some("80"));
+    assert_autoscaler_metrics(
+        hpa,
+        COORDINATOR.1,
+        &format!("{dir}: HorizontalPodAutoscaler"),
+    );
+    // Prometheus scrapes the coordinator's pod, where the queue metric comes from, on the port
+    // that --metrics-listen serves; not also through the Service (it would be counted twice).
+    assert_scraped(
+        coordinator,
+        &container_port(coordinator, "metrics", "coordinator"),
+        &format!("{dir}: coordinator"),
+    );
+    assert!(
+        !service.contains("prometheus.io/"),
+        "{dir}: the Service xccd-coordinator has scrape annotations too:\n{service}"
+    );
 
     let pdb = object(&docs, "PodDisruptionBudget", "xccd-worker");
     assert_eq!(value(pdb, "apiVersion"), Some("policy/v1"));
@@ -971,6 +989,132 @@ fn assert_common(yaml: &str, dir: &str, scheme: &str) {
         &worker_labels,
         "worker PodDisruptionBudget",
     );
+}
+
+/// The prometheus-adapter rule that deploy/k8s/prometheus-adapter-values.yaml documents (the
+/// chart's `rules.custom`): one rule, that serves the Prometheus series `series` of a pod as the
+/// custom metric `name`. Returns (series, name) once checked: the series is tied to the Pod
+/// object by its `namespace` and `pod` labels (what an Object metric on the coordinator's pod
+/// asks the adapter for), the rule matches that one series by its full name, and its query
+/// keeps the adapter's label matchers and grouping.
+fn adapter_rule() -> (String, String) {
+    const FILE: &str = "deploy/k8s/prometheus-adapter-values.yaml";
+    let text = std::fs::read_to_string(root().join(FILE)).expect(FILE);
+    let unquote = |v: &str| v.trim_matches(['"', '\'']).to_string();
+    let custom = field(&section(&text, "rules"), "custom")
+        .unwrap_or_else(|| panic!("{FILE}: no rules.custom"));
+    let rules = sequence(&custom);
+    assert_eq!(rules.len(), 1, "{FILE}: one rule: {rules:?}");
+    let rule = &rules[0];
+    let series_query = unquote(value(rule, "seriesQuery").expect("a seriesQuery"));
+    let (series, matchers) = series_query
+        .split_once('{')
+        .unwrap_or_else(|| panic!("{FILE}: seriesQuery {series_query}: NAME{{LABELS}}"));
+    for label in ["namespace!=\"\"", "pod!=\"\""] {
+        assert!(
+            matchers.contains(label),
+            "{FILE}: seriesQuery without {label}"
+        );
+    }
+    let overrides = field(&field(rule, "resources").expect("resources"), "overrides")
+        .unwrap_or_else(|| panic!("{FILE}: no resources.overrides"));
+    for label in ["namespace", "pod"] {
+        let resource = field(&overrides, label)
+            .unwrap_or_else(|| panic!("{FILE}: the label {label} maps to no resource"));
+        assert_eq!(value(&resource, "resource"), Some(label), "{FILE}: {label}");
+    }
+    let name = field(rule, "name").unwrap_or_else(|| panic!("{FILE}: no name"));
+    let matches = unquote(value(&name, "matches").expect("name.matches"));
+    assert_eq!(
+        matches,
+        format!("^{series}$"),
+        "{FILE}: name.matches names the series, whole"
+    );
+    let metric = unquote(value(&name, "as").expect("name.as"));
+    assert!(
+        !metric.is_empty() && !metric.contains('$'),
+        "{FILE}: name.as {metric:?}: one fixed name"
+    );
+    let query = unquote(value(rule, "metricsQuery").expect("a metricsQuery"));
+    for part in ["<<.Series>>{<<.LabelMatchers>>}", "by (<<.GroupBy>>)"] {
+        assert!(
+            query.contains(part),
+            "{FILE}: metricsQuery {query} without {part}"
+        );
+    }
+    (series.to_string(), metric)
+}
+
+/// The autoscaler scales the workers on their CPU (80 % of the request) and on the
+/// coordinator's queued tasks: a metric of type Object of the coordinator's pod (the
+/// StatefulSet `coordinator`'s only one, `NAME-0`), the one that the documented adapter rule
+/// makes of the gauge xccd_tasks_queued, at one queued task per worker.
+fn assert_autoscaler_metrics(hpa: &str, coordinator: &str, what: &str) {
+    let metrics = sequence(&section(hpa, "metrics"));
+    assert_eq!(metrics.len(), 2, "{what}: two metrics: {metrics:?}");
+    let of_type = |kind: &str| {
+        metrics
+            .iter()
+            .find(|m| own(m).contains(&format!("type: {kind}").as_str()))
+            .unwrap_or_else(|| panic!("{what}: no metric of type {kind} in {metrics:?}"))
+    };
+
+    let cpu = field(of_type("Resource"), "resource").expect("resource");
+    assert_eq!(value(&cpu, "name"), Some("cpu"), "{what}");
+    let target = field(&cpu, "target").expect("a target");
+    assert_eq!(value(&target, "type"), Some("Utilization"), "{what}");
+    assert_eq!(value(&target, "averageUtilization"), Some("80"), "{what}");
+
+    let (series, adapter_metric) = adapter_rule();
+    assert_eq!(series, QUEUE_GAUGE, "the adapter rule reads another series");
+    let object = field(of_type("Object"), "object").expect("object");
+    let described = field(&object, "describedObject").expect("describedObject");
+    let mut described = own(&described);
+    described.sort_unstable();
+    assert_eq!(
+        described,
+        [
+            "apiVersion: v1",
+            "kind: Pod",
+            format!("name: {coordinator}-0").as_str()
+        ],
+        "{what}: the queue is the coordinator's pod's"
+    );
+    let metric = field(&object, "metric").expect("metric");
+    assert_eq!(
+        value(&metric, "name"),
+        Some(adapter_metric.as_str()),
+        "{what}: not the metric that deploy/k8s/prometheus-adapter-values.yaml serves"
+    );
+    assert!(
+        field(&metric, "selector").is_none(),
+        "{what}: the adapter's series has no other labels to select"
+    );
+    let target = field(&object, "target").expect("a target");
+    assert_eq!(value(&target, "type"), Some("AverageValue"), "{what}");
+    assert_eq!(
+        value(&target, "averageValue"),
+        Some("1"),
+        "{what}: one queued task per worker"
+    );
+}
+
+/// The coordinator's pod template asks Prometheus to scrape its metrics port, `port`, at
+/// /metrics.
+fn assert_scraped(coordinator: &str, port: &str, what: &str) {
+    let template = section(coordinator, "template");
+    let annotations = section(&section(&template, "metadata"), "annotations");
+    for (key, wanted) in [
+        ("prometheus.io/scrape", "true"),
+        ("prometheus.io/port", port),
+        ("prometheus.io/path", "/metrics"),
+    ] {
+        assert_eq!(
+            value(&annotations, key),
+            Some(wanted),
+            "{what}: {annotations}"
+        );
+    }
 }
 
 /// The coordinator's probes are gRPC probes of port 50051's overall service (plaintext) or,
@@ -1385,6 +1529,82 @@ fn the_readme_explains_durable_jobs() {
         !readme.contains("deployment/xccd-coordinator")
             && !readme.contains("Deployment `xccd-coordinator`"),
         "deploy/k8s/README.md still names the coordinator's Deployment"
+    );
+}
+
+/// A YAML text without its comment lines.
+fn without_comments(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_autoscaler_follows_the_coordinators_queue() {
+    // The manifests as written (the rendered ones are checked in assert_common when kubectl is
+    // there): the HPA's two metrics, the queue's from the documented adapter rule.
+    let read = |path: &str| std::fs::read_to_string(root().join(path)).expect(path);
+    let hpa = without_comments(&read("deploy/k8s/base/worker-hpa.yaml"));
+    assert_autoscaler_metrics(&hpa, COORDINATOR.1, "base/worker-hpa.yaml");
+
+    // The series is the gauge the coordinator publishes, and Prometheus is asked to scrape it.
+    let server = read("src/service/server.rs");
+    assert!(
+        server.contains(&format!("metrics::gauge!(\"{QUEUE_GAUGE}\")")),
+        "src/service/server.rs publishes no gauge {QUEUE_GAUGE}"
+    );
+    let coordinator = without_comments(&read("deploy/k8s/base/coordinator-statefulset.yaml"));
+    let port = container_port(&coordinator, "metrics", "coordinator");
+    assert_eq!(
+        arg(
+            &args(&coordinator, "coordinator"),
+            "--metrics-listen",
+            "coordinator"
+        ),
+        format!("0.0.0.0:{port}")
+    );
+    assert_scraped(&coordinator, &port, "base/coordinator-statefulset.yaml");
+
+    // The README shows the adapter's rule as the file has it, and how to install it.
+    let readme = read("deploy/k8s/README.md");
+    let at = readme
+        .find("\n## Scale the workers\n")
+        .expect("deploy/k8s/README.md: no section \"Scale the workers\"");
+    let rest = &readme[at + 1..];
+    let scaling = &rest[..rest.find("\n## ").map_or(rest.len(), |end| end + 1)];
+    let (_, metric) = adapter_rule();
+    for text in [
+        "prometheus-adapter",
+        "prometheus-community/prometheus-adapter",
+        "-f deploy/k8s/prometheus-adapter-values.yaml",
+        "custom.metrics.k8s.io",
+        QUEUE_GAUGE,
+        &metric,
+        "prometheus.io/scrape",
+        "PodMonitor",
+        "\"path\":\"/spec/metrics/1\"",
+    ] {
+        assert!(scaling.contains(text), "Scale the workers: no {text:?}");
+    }
+    let snippet: Vec<&str> = scaling
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("Scale the workers: no ```yaml block")
+        .lines()
+        .collect();
+    let indent = snippet.iter().map(|l| indentation(l)).min().unwrap_or(0);
+    let snippet: Vec<&str> = snippet
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| &l[indent..])
+        .collect();
+    let values = without_comments(&read("deploy/k8s/prometheus-adapter-values.yaml"));
+    let rules: Vec<&str> = values.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(
+        snippet, rules,
+        "deploy/k8s/README.md's rule differs from prometheus-adapter-values.yaml's"
     );
 }
 
