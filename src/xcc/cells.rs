@@ -65,26 +65,239 @@ struct Cell {
     loc: u32,
 }
 
-/// Puts an item left with one option on the force stack, out of the way of
-/// the registers of `hide`'s loop (it happens once per thousands of updates).
-#[cold]
-#[inline(never)]
-fn push_forced(force: &mut Vec<u32>, x: u32) {
-    force.push(x);
+/// The arrays `hide` works on, as raw pointers taken once per call.
+#[derive(Clone, Copy)]
+struct Arrays {
+    set: *mut u32,
+    nd: *mut Cell,
+    clr: *const u32,
 }
 
-/// `pos(x)` and `size(x)`, side by side in `set`: one load for both.
+/// Which items `hide` updates (`pos < oactive`) and checks (`pos < active`
+/// and primary: `x < second`).
+#[derive(Clone, Copy)]
+struct Limits {
+    oactive: u32,
+    active: u32,
+    second: u32,
+}
+
+/// SSXCC's `hide`: removes the options of item `c` that do not agree with
+/// `color` (all of them for 0) from the sets of the other items that were
+/// active before this step (`pos < oactive`). With `CHECK`, stops as soon
+/// as an active primary item is left with no option, and pushes those left
+/// with one on the force stack. Returns whether no item was left without
+/// options, and the updates it made.
+///
+/// It is inlined only into small functions that are never inlined
+/// themselves ([`hide_unchecked`], [`cover_option`]): inside the search
+/// loop the compiler ran out of registers and kept the array addresses and
+/// the counters on the stack, reloading them on every update (about a
+/// third of the time on pent6x10).
 ///
 /// # Safety
-/// `x` is an item of `set` (so `x - 2` and `x - 1` are in it).
+/// `c` is an item of `arrays.set`; its set holds cells of `arrays.nd`,
+/// whose `itm` is an item or (spacers) the offset back to the first cell
+/// of its option, and whose `loc` is a slot of its item's set.
 #[inline(always)]
-unsafe fn position_and_size(set: *const u32, x: u32) -> (u32, u32) {
-    let both = set.add(x as usize - 2).cast::<u64>().read_unaligned();
-    if cfg!(target_endian = "little") {
-        (both as u32, (both >> 32) as u32)
-    } else {
-        ((both >> 32) as u32, both as u32)
+unsafe fn hide_options<const COLORS: bool, const CHECK: bool>(
+    arrays: Arrays,
+    limits: Limits,
+    c: u32,
+    color: u32,
+    force: &mut Vec<u32>,
+) -> (bool, u64) {
+    let Arrays { set, nd, clr } = arrays;
+    let Limits {
+        oactive,
+        active,
+        second,
+    } = limits;
+    let mut updates = 0u64;
+    let end = c + *set.add(c as usize - 1);
+    for rr in c..end {
+        let tt = *set.add(rr as usize);
+        if COLORS && color != 0 && *clr.add(tt as usize) == color {
+            continue;
+        }
+        let mut nn = tt + 1;
+        while nn != tt {
+            let Cell { itm, loc } = *nd.add(nn as usize);
+            if itm < 0 {
+                nn = nn.wrapping_add_signed(itm);
+                continue;
+            }
+            let uu = itm as u32;
+            let pu = *set.add(uu as usize - 2);
+            if pu < oactive {
+                let ss = *set.add(uu as usize - 1) - 1;
+                // `ss <= 1` first, and on its own: it is almost always
+                // false, so its branch is predicted, whereas `pu < active`
+                // (is the item still active after this step's swaps?)
+                // varies from update to update. Left to itself the compiler
+                // tested that one first and mispredicted it.
+                if CHECK && ss <= 1 {
+                    std::hint::cold_path();
+                    if pu < active && uu < second {
+                        if ss == 0 {
+                            return (false, updates);
+                        }
+                        force.push(uu);
+                    }
+                }
+                let last = set.add((uu + ss) as usize);
+                let nnp = *last;
+                *set.add(uu as usize - 1) = ss;
+                *last = nn;
+                *set.add(loc as usize) = nnp;
+                (*nd.add(nn as usize)).loc = uu + ss;
+                (*nd.add(nnp as usize)).loc = loc;
+                updates += 1;
+            }
+            nn += 1;
+        }
     }
+    (true, updates)
+}
+
+/// The loop of [`Cells::choose`], on its own for the same reason as
+/// [`hide_options`]: its minimum stays in registers. The minimum is taken
+/// over `size << 32 | item`, which is SSXCC's rule (fewest options, then
+/// the smallest item) in one comparison.
+///
+/// # Safety
+/// Every entry of `active` is an item of `set`.
+#[inline(never)]
+unsafe fn choose_item(
+    set: *const u32,
+    active: &[u32],
+    second: u32,
+    force: &mut Vec<u32>,
+) -> (u32, u32) {
+    let mut best = u64::MAX;
+    for &x in active {
+        if x >= second {
+            continue;
+        }
+        let s = *set.add(x as usize - 1);
+        if s <= 1 {
+            // An item with none (caught by `hide` below the root, but not
+            // at the root: SSXCC would not search at all) is forced too,
+            // and has no alternative: a dead end.
+            force.push(x);
+        } else {
+            best = best.min(u64::from(s) << 32 | u64::from(x));
+        }
+    }
+    if best == u64::MAX {
+        (NONE, NONE)
+    } else {
+        (best as u32, (best >> 32) as u32)
+    }
+}
+
+/// [`hide_options`] without checks, for the item being branched on; the
+/// updates it made.
+///
+/// # Safety
+/// As for [`hide_options`].
+#[inline(never)]
+unsafe fn hide_unchecked<const COLORS: bool>(
+    arrays: Arrays,
+    limits: Limits,
+    c: u32,
+    force: &mut Vec<u32>,
+) -> u64 {
+    hide_options::<COLORS, false>(arrays, limits, c, 0, force).1
+}
+
+/// [`hide_options`] with checks, for a secondary item of the option being
+/// covered: a call of its own keeps the primary items' loop, inlined in
+/// [`cover_option`], the only one there.
+///
+/// # Safety
+/// As for [`hide_options`].
+#[inline(never)]
+unsafe fn hide_secondary<const COLORS: bool>(
+    arrays: Arrays,
+    limits: Limits,
+    c: u32,
+    color: u32,
+    force: &mut Vec<u32>,
+) -> (bool, u64) {
+    hide_options::<COLORS, true>(arrays, limits, c, color, force)
+}
+
+/// The body of [`Cells::try_option`] (SSXCC's steps that cover an option),
+/// with the active count and the update counter in registers: swaps the
+/// option's items out of the active list, then hides their conflicting
+/// options. Returns whether no primary item was left without options, the
+/// new active count and the updates made.
+///
+/// # Safety
+/// `cur` is a cell of `arrays.nd` (not a spacer); `item` is the active
+/// list of `arrays.set`, whose first `active` entries are the active items.
+#[inline(never)]
+unsafe fn cover_option<const COLORS: bool>(
+    arrays: Arrays,
+    item: *mut u32,
+    cur: u32,
+    active: u32,
+    second: u32,
+    force: &mut Vec<u32>,
+) -> (bool, u32, u64) {
+    let Arrays { set, nd, clr } = arrays;
+    let oactive = active;
+    let mut p = oactive;
+    let mut updates = 0u64;
+    let mut q = cur + 1;
+    while q != cur {
+        let c = (*nd.add(q as usize)).itm;
+        if c < 0 {
+            q = q.wrapping_add_signed(c);
+            continue;
+        }
+        let c = c as u32;
+        let pc = *set.add(c as usize - 2);
+        if pc < p {
+            p -= 1;
+            let other = *item.add(p as usize);
+            *item.add(p as usize) = c;
+            *item.add(pc as usize) = other;
+            *set.add(other as usize - 2) = pc;
+            *set.add(c as usize - 2) = p;
+            updates += 1;
+        }
+        q += 1;
+    }
+    let limits = Limits {
+        oactive,
+        active: p,
+        second,
+    };
+    let mut q = cur + 1;
+    while q != cur {
+        let cc = (*nd.add(q as usize)).itm;
+        if cc < 0 {
+            q = q.wrapping_add_signed(cc);
+            continue;
+        }
+        let cc = cc as u32;
+        let (ok, hidden) = if cc < second {
+            hide_options::<COLORS, true>(arrays, limits, cc, 0, force)
+        } else if *set.add(cc as usize - 2) < oactive {
+            let color = if COLORS { *clr.add(q as usize) } else { 0 };
+            hide_secondary::<COLORS>(arrays, limits, cc, color, force)
+        } else {
+            (true, 0) // purified already
+        };
+        updates += hidden;
+        if !ok {
+            return (false, p, updates);
+        }
+        q += 1;
+    }
+    (true, p, updates)
 }
 
 /// "No branching item": the size SSXCC uses for "no active primary item".
@@ -303,68 +516,23 @@ impl Cells {
         self.updates += 1;
     }
 
-    /// SSXCC's `hide`: removes the options of item `c` that do not agree
-    /// with `color` (all of them for 0) from the sets of the other items
-    /// that were active before this step (`pos < oactive`). With `CHECK`,
-    /// returns false as soon as an active primary item is left with no
-    /// option, and pushes those left with one on the force stack.
+    /// SSXCC's `hide(c, 0, 0)`: removes every option of item `c` from the
+    /// sets of the other items that are still active.
     #[inline(always)]
-    fn hide<const COLORS: bool, const CHECK: bool>(
-        &mut self,
-        c: u32,
-        color: u32,
-        oactive: u32,
-    ) -> bool {
-        let set = self.set.as_mut_ptr();
-        let nd = self.nd.as_mut_ptr();
-        let clr = self.clr.as_ptr();
-        let (second, active) = (self.second, self.active);
-        let mut updates = 0u64;
-        let mut ok = true;
-        // SAFETY: as explained above: `c` is an item, its set holds cells,
-        // a cell's `itm` is an item or (spacers) the offset back to the
-        // first cell of its option, and its `loc` is a slot of its item's
-        // set.
-        unsafe {
-            let end = c + *set.add(c as usize - 1);
-            'options: for rr in c..end {
-                let tt = *set.add(rr as usize);
-                if COLORS && color != 0 && *clr.add(tt as usize) == color {
-                    continue;
-                }
-                let mut nn = tt + 1;
-                while nn != tt {
-                    let Cell { itm, loc } = *nd.add(nn as usize);
-                    if itm < 0 {
-                        nn = nn.wrapping_add_signed(itm);
-                        continue;
-                    }
-                    let uu = itm as u32;
-                    let (pu, size) = position_and_size(set, uu);
-                    if pu < oactive {
-                        let ss = size - 1;
-                        if CHECK && ss <= 1 && pu < active && uu < second {
-                            if ss == 0 {
-                                ok = false;
-                                break 'options;
-                            }
-                            push_forced(&mut self.force, uu);
-                        }
-                        let last = set.add((uu + ss) as usize);
-                        let nnp = *last;
-                        *set.add(uu as usize - 1) = ss;
-                        *last = nn;
-                        *set.add(loc as usize) = nnp;
-                        (*nd.add(nn as usize)).loc = uu + ss;
-                        (*nd.add(nnp as usize)).loc = loc;
-                        updates += 1;
-                    }
-                    nn += 1;
-                }
-            }
-        }
-        self.updates += updates;
-        ok
+    fn hide_all<const COLORS: bool>(&mut self, c: u32) {
+        let arrays = Arrays {
+            set: self.set.as_mut_ptr(),
+            nd: self.nd.as_mut_ptr(),
+            clr: self.clr.as_ptr(),
+        };
+        let limits = Limits {
+            oactive: self.active,
+            active: self.active,
+            second: self.second,
+        };
+        // SAFETY: `c` is an item and the arrays are this engine's (see the
+        // comment above `size`).
+        self.updates += unsafe { hide_unchecked::<COLORS>(arrays, limits, c, &mut self.force) };
     }
 
     /// The item to branch on at a node, by SSXCC's rule: among the active
@@ -373,31 +541,15 @@ impl Cells {
     /// on ties. `NONE` when no primary item is active (a solution).
     #[inline(always)]
     fn choose(&mut self) -> (u32, u32) {
-        let set = self.set.as_ptr();
-        let item = self.item.as_ptr();
-        let second = self.second;
-        let mut best = NONE;
-        let mut t = NONE;
-        for k in 0..self.active as usize {
-            // SAFETY: `k` is a position of the active list; its entry an item.
-            let (x, s) = unsafe {
-                let x = *item.add(k);
-                (x, *set.add(x as usize - 1))
-            };
-            if x >= second {
-                continue;
-            }
-            if s <= 1 {
-                // An item with none (caught by `hide` below the root, but
-                // not at the root: SSXCC would not search at all) is
-                // forced too, and has no alternative: a dead end.
-                self.force.push(x);
-            } else if s <= t && (s < t || x < best) {
-                best = x;
-                t = s;
-            }
+        // SAFETY: the first `active` entries of `item` are items of `set`.
+        unsafe {
+            choose_item(
+                self.set.as_ptr(),
+                &self.item[..self.active as usize],
+                self.second,
+                &mut self.force,
+            )
         }
-        (best, t)
     }
 
     /// The item to branch on at the node being entered, as SSXCC's step
@@ -425,7 +577,7 @@ impl Cells {
         let active = self.active;
         self.swap_out(best, active);
         self.active = active - 1;
-        self.hide::<COLORS, false>(best, 0, self.active);
+        self.hide_all::<COLORS>(best);
     }
 
     /// SSXCC's "save the currently active sizes" for level `level`.
@@ -465,52 +617,29 @@ impl Cells {
     /// that leaves an active primary item without options.
     #[inline(always)]
     fn try_option<const COLORS: bool>(&mut self, cur: u32) -> bool {
-        let oactive = self.active;
-        let mut p = oactive;
-        let mut q = cur + 1;
-        while q != cur {
-            // SAFETY: `q` walks the cells of one option (see `hide`).
-            let c = unsafe { self.nd.get_unchecked(q as usize).itm };
-            if c < 0 {
-                q = q.wrapping_add_signed(c);
-                continue;
-            }
-            if self.position(c as u32) < p {
-                self.swap_out(c as u32, p);
-                p -= 1;
-            }
-            q += 1;
+        let arrays = Arrays {
+            set: self.set.as_mut_ptr(),
+            nd: self.nd.as_mut_ptr(),
+            clr: self.clr.as_ptr(),
+        };
+        // SAFETY: `cur` is a cell of an option; the arrays are this
+        // engine's (see the comment above `size`).
+        let (ok, active, updates) = unsafe {
+            cover_option::<COLORS>(
+                arrays,
+                self.item.as_mut_ptr(),
+                cur,
+                self.active,
+                self.second,
+                &mut self.force,
+            )
+        };
+        self.active = active;
+        self.updates += updates;
+        if !ok {
+            self.force.clear();
         }
-        self.active = p;
-        let mut q = cur + 1;
-        while q != cur {
-            // SAFETY: as above.
-            let cc = unsafe { self.nd.get_unchecked(q as usize).itm };
-            if cc < 0 {
-                q = q.wrapping_add_signed(cc);
-                continue;
-            }
-            let cc = cc as u32;
-            let ok = if cc < self.second {
-                self.hide::<COLORS, true>(cc, 0, oactive)
-            } else if self.position(cc) < oactive {
-                // SAFETY: `q` is a cell.
-                let color = if COLORS {
-                    unsafe { *self.clr.get_unchecked(q as usize) }
-                } else {
-                    0
-                };
-                self.hide::<COLORS, true>(cc, color, oactive)
-            } else {
-                true // purified already
-            };
-            if !ok {
-                self.force.clear();
-                return false;
-            }
-            q += 1;
-        }
-        true
+        ok
     }
 
     /// The rank of cell `y` among the alternatives of `best` (see the
@@ -577,61 +706,55 @@ impl Cells {
         })
     }
 
-    /// SSXCC's main loop, with task ranges. Labels follow Knuth's.
+    /// SSXCC's main loop, with task ranges. Knuth's labels (forward,
+    /// advance, backup, abort) are loops here rather than states of a
+    /// `match`: the jumps between them are then direct branches, where a
+    /// state variable cost an indirect jump per step (several per node).
     fn search<const COLORS: bool, V: super::search::Visitor>(
         &mut self,
         task: &Task,
         config: &RunConfig,
         visitor: &mut V,
     ) -> Result<(Status, Vec<Task>), TaskError> {
-        #[derive(Clone, Copy)]
-        enum Step {
-            Forward,
-            Advance,
-            Backup,
-            Abort,
-        }
         let mut level = 0usize;
-        let mut step = Step::Forward;
         // The cell of `set` being tried at `level`, and its item.
-        let mut cur_choice = 0u32;
-        let mut best = 0u32;
-        let exit = loop {
-            match step {
-                Step::Forward => {
-                    if let Some(exit) = self.enter_node(level, config, visitor) {
+        let mut cur_choice;
+        let mut best;
+        let exit = 'forward: loop {
+            if let Some(exit) = self.enter_node(level, config, visitor) {
+                break self.finish(exit, level, task);
+            }
+            // Whether this node has alternatives to try (else: back up).
+            let mut branch = true;
+            cur_choice = 0;
+            best = 0;
+            if config.check_partial && level > self.base && !self.accepts(level, visitor) {
+                self.force.clear();
+                branch = false;
+            } else {
+                let (item, t) = self.next_item();
+                if t == NONE {
+                    if level < self.base {
+                        // The path goes on below a solution.
+                        return Err(TaskError {
+                            level,
+                            position: task.path[level],
+                        });
+                    }
+                    if level == self.base && task.from > 0 {
+                        // The node's only "alternative" is itself.
+                        break self.finish(Exit::Done, level, task);
+                    }
+                    if let Some(exit) = self.record(level, config, visitor) {
                         break self.finish(exit, level, task);
                     }
-                    if config.check_partial && level > self.base && !self.accepts(level, visitor) {
-                        self.force.clear();
-                        step = Step::Backup;
-                        continue;
-                    }
-                    let (item, t) = self.next_item();
+                    branch = false;
+                } else {
+                    best = item;
+                    self.open::<COLORS>(best);
                     if t == 1 {
-                        best = item;
-                        self.open::<COLORS>(best);
                         self.saved[level + 1] = self.saved[level];
-                    } else if t == NONE {
-                        if level < self.base {
-                            // The path goes on below a solution.
-                            return Err(TaskError {
-                                level,
-                                position: task.path[level],
-                            });
-                        }
-                        if level == self.base && task.from > 0 {
-                            // The node's only "alternative" is itself.
-                            break self.finish(Exit::Done, level, task);
-                        }
-                        if let Some(exit) = self.record(level, config, visitor) {
-                            break self.finish(exit, level, task);
-                        }
-                        step = Step::Backup;
-                        continue;
                     } else {
-                        best = item;
-                        self.open::<COLORS>(best);
                         self.save_sizes(level);
                     }
                     self.enter_level(level, task, t);
@@ -639,9 +762,13 @@ impl Cells {
                     if level == self.base && !self.fresh_base {
                         self.end_replay();
                     }
-                    step = Step::Advance;
                 }
-                Step::Advance => {
+            }
+            // Advance: try the alternatives of `level` from `cur_choice` on;
+            // on running out, back up to the level above and abort the
+            // alternative taken there.
+            loop {
+                if branch {
                     // Skip the alternatives outside this run's range.
                     let end = best + self.size(best);
                     if self.filtered[level] {
@@ -653,24 +780,18 @@ impl Cells {
                             cur_choice += 1;
                         }
                     }
-                    if cur_choice >= end {
-                        if level < self.base
-                            && self.tried[level] == 0
-                            && (self.degree[level] > 1 || task.path[level] > 0)
-                        {
-                            // The path names an alternative past the last.
-                            return Err(TaskError {
-                                level,
-                                position: task.path[level],
-                            });
+                    if cur_choice < end {
+                        let cur = self.set[cur_choice as usize];
+                        self.choice[level] = cur;
+                        self.pos[level] = cur_choice - best;
+                        if self.try_option::<COLORS>(cur) {
+                            level += 1;
+                            if level + 1 >= self.choice.len() {
+                                // Each level covers a primary item: cannot happen.
+                                unreachable!("more levels than primary items");
+                            }
+                            continue 'forward;
                         }
-                        step = Step::Backup;
-                        continue;
-                    }
-                    let cur = self.set[cur_choice as usize];
-                    self.choice[level] = cur;
-                    self.pos[level] = cur_choice - best;
-                    if !self.try_option::<COLORS>(cur) {
                         if level < self.base && self.degree[level] > 1 {
                             // A branching alternative that fails on entry
                             // is no node: the path is not one of this tree.
@@ -679,39 +800,51 @@ impl Cells {
                                 position: task.path[level],
                             });
                         }
-                        step = Step::Abort;
-                        continue;
+                        // Abort: on to the next alternative, if any.
+                        if self.next_alternative(level, best, &mut cur_choice) {
+                            continue;
+                        }
+                    } else if level < self.base
+                        && self.tried[level] == 0
+                        && (self.degree[level] > 1 || task.path[level] > 0)
+                    {
+                        // The path names an alternative past the last.
+                        return Err(TaskError {
+                            level,
+                            position: task.path[level],
+                        });
                     }
-                    level += 1;
-                    if level + 1 >= self.choice.len() {
-                        // Each level covers a primary item: cannot happen.
-                        unreachable!("more levels than primary items");
-                    }
-                    step = Step::Forward;
                 }
-                Step::Backup => {
+                // Backup, as often as the level above has no alternative left.
+                loop {
                     if level == 0 {
-                        break self.finish(Exit::Done, 0, task);
+                        break 'forward self.finish(Exit::Done, 0, task);
                     }
                     level -= 1;
                     let cur = self.choice[level];
                     best = self.nd[cur as usize].itm as u32;
                     cur_choice = self.nd[cur as usize].loc;
-                    step = Step::Abort;
-                }
-                Step::Abort => {
-                    if cur_choice + 1 >= best + self.size(best) {
-                        step = Step::Backup;
-                        continue;
+                    if self.next_alternative(level, best, &mut cur_choice) {
+                        break;
                     }
-                    self.restore_sizes(level);
-                    self.tried[level] += 1;
-                    cur_choice += 1;
-                    step = Step::Advance;
                 }
+                branch = true;
             }
         };
         Ok(exit)
+    }
+
+    /// Knuth's "abort": undoes the alternative at `cur_choice` and moves to
+    /// the next one of `best`'s set; false when there is none.
+    #[inline(always)]
+    fn next_alternative(&mut self, level: usize, best: u32, cur_choice: &mut u32) -> bool {
+        if *cur_choice + 1 >= best + self.size(best) {
+            return false;
+        }
+        self.restore_sizes(level);
+        self.tried[level] += 1;
+        *cur_choice += 1;
+        true
     }
 
     /// Sets the range of ranks of a freshly entered level with `degree`
@@ -735,16 +868,21 @@ impl Cells {
         self.degree[level] = degree;
         self.tried[level] = 0;
         self.filtered[level] = lo > 0 || hi < degree;
-        if level >= self.base {
-            self.unit[level] = if level == self.base {
-                if hi > lo {
-                    task.weight / f64::from(hi - lo)
-                } else {
-                    0.0
-                }
+        if level == self.base {
+            self.unit[level] = if hi > lo {
+                task.weight / f64::from(hi - lo)
             } else {
-                self.unit[level - 1] / f64::from(degree.max(1))
+                0.0
             };
+        }
+    }
+
+    /// The weight of one alternative at each level below the task's, up to
+    /// `level` (excluded). Computed only when progress, a give-away or a
+    /// checkpoint needs them: a division per node costs more than they do.
+    fn fill_units(&mut self, level: usize) {
+        for l in self.base + 1..level {
+            self.unit[l] = self.unit[l - 1] / f64::from(self.degree[l].max(1));
         }
     }
 
@@ -813,6 +951,7 @@ impl Cells {
                 return Some(Exit::Stop(Status::Stopped));
             }
         }
+        self.fill_units(level);
         self.stats.updates = self.updates - self.replay_mark.unwrap_or_default();
         // Positions are ranks, as in tasks: the same node has the same
         // name in every run.
@@ -931,6 +1070,7 @@ impl Cells {
     }
 
     fn finish(&mut self, exit: Exit, level: usize, task: &Task) -> (Status, Vec<Task>) {
+        self.fill_units(level);
         exit.finish(|| self.remaining_tasks(level, task))
     }
 
