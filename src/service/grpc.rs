@@ -22,7 +22,7 @@ use super::convert::{self, ProblemLimits};
 use super::durable::{self, Durability};
 use super::estimate::Estimator;
 use super::job::JobId;
-use super::job::{Delivery, EndReason, Event, Job, JobSpec, SolutionIndices};
+use super::job::{Class, Delivery, EndReason, Event, Job, JobSpec, SolutionIndices};
 use super::jobs::{self, format_id, parse_id, Entry, JobRegistry, Record};
 use super::pool::{Pool, SubmitError};
 use super::proto as pb;
@@ -170,6 +170,9 @@ pub(super) type EventStream<T> =
 pub(super) fn refused(e: SubmitError) -> Status {
     match e {
         SubmitError::TooManyJobs(_) => status::exhausted("TOO_MANY_JOBS", e.to_string()),
+        SubmitError::TooManyInteractiveJobs(_) => {
+            status::exhausted("TOO_MANY_INTERACTIVE_JOBS", e.to_string())
+        }
         SubmitError::TooManyJobsForCaller(_) => {
             status::exhausted("TOO_MANY_JOBS_FOR_KEY", e.to_string())
         }
@@ -207,6 +210,7 @@ impl SolverService for SolverApi {
                     keep: limit as usize,
                 },
                 owner: caller.clone(),
+                class: Class::Interactive,
                 ..JobSpec::default()
             },
         )?;
