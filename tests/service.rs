@@ -2462,3 +2462,69 @@ async fn enumerations_interrupted_by_small_calls_lose_nothing() {
     wait_idle(&server, Duration::from_secs(10)).await;
     within("shutdown", STEP, server.shutdown()).await.unwrap();
 }
+
+/// A reader slower than the search, with progress every 0.2 s: the
+/// solutions always wait in the job's buffer, and progress events still
+/// come between them (once the few messages that the channel and the
+/// transport already held are read), not only at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_reader_gets_progress_while_solutions_wait() {
+    let _serial = SERIAL.lock().await;
+    let server = serve(config(4)).await;
+    // HTTP/2's own default windows (tonic's client asks for 2 MiB): what
+    // the transport holds unread is bounded in bytes, and so is the number
+    // of messages read before a progress event sent after them.
+    let channel = Channel::from_shared(format!("http://{}", server.addr))
+        .unwrap()
+        .initial_stream_window_size(65_535)
+        .initial_connection_window_size(65_535);
+    let channel = within("connect", STEP, channel.connect()).await.unwrap();
+    let mut client = Client::new(channel);
+    let mut stream = within(
+        "Enumerate",
+        STEP,
+        client.enumerate(pb::EnumerateRequest {
+            problem: dlx(&instance("queens15")),
+            batch_size: 4096,
+            progress_interval_seconds: 0.2,
+            ..Default::default()
+        }),
+    )
+    .await
+    .unwrap()
+    .into_inner();
+    let mut ev = Events::default();
+    // Batches of queens15 hold the solutions found between two polls (tens
+    // of them): the stream cannot end within the 300 messages read here.
+    // After the few the transport holds, a progress event comes about
+    // every tenth message (one a 0.2 s interval, a message read every
+    // 20 ms, or more of them if reading is slower).
+    for _ in 0..300 {
+        let m = next(&mut stream, STEP).await.unwrap().expect("a message");
+        ev.push(enum_event(m));
+        if ev.progress.len() >= 10 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!(
+        "slow reader: {} progress events in {} messages ({} solutions)",
+        ev.progress.len(),
+        ev.messages,
+        ev.solutions.len()
+    );
+    assert!(ev.summary.is_none(), "the stream went on");
+    assert!(
+        ev.progress.len() >= 10,
+        "{} progress events in {} messages ({} batches) read over {:?}",
+        ev.progress.len(),
+        ev.messages,
+        ev.batches.len(),
+        Duration::from_millis(20) * ev.messages as u32
+    );
+    let p = ev.progress.last().unwrap();
+    assert!(p.solutions > 0 && p.fraction_done < 1.0, "{p:?}");
+    drop(stream);
+    wait_idle(&server, Duration::from_secs(10)).await;
+    within("shutdown", STEP, server.shutdown()).await.unwrap();
+}
