@@ -1727,8 +1727,14 @@ async fn limits_are_enforced() {
         Code::ResourceExhausted,
         &["too many jobs"],
     );
-    let r = client.solve(solve_request(&small, 1)).await;
-    assert_status("Solve while full", r, Code::ResourceExhausted, &[]);
+    // Small calls have their own limit: long jobs filling theirs do not
+    // refuse them.
+    let r = client.solve(solve_request(&small, 1)).await.unwrap();
+    assert_eq!(
+        r.into_inner().solutions.len(),
+        1,
+        "Solve while long jobs are full"
+    );
     let r = client
         .enumerate(pb::EnumerateRequest {
             problem: dlx(&small),
@@ -2238,4 +2244,287 @@ async fn jobs_are_resources_listed_in_pages_with_machine_readable_errors() {
         .await
         .unwrap();
     server.shutdown().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// 9. Small calls first (issue 14): unary calls are interactive work
+// ---------------------------------------------------------------------------
+
+const SUDOKU_PUZZLE: &str =
+    "53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79";
+
+type PuzzleClient = pb::puzzle_service_client::PuzzleServiceClient<Channel>;
+
+async fn connect_puzzles(addr: SocketAddr) -> PuzzleClient {
+    let channel = within(
+        "connect",
+        STEP,
+        Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect(),
+    )
+    .await
+    .expect("connect to the server");
+    PuzzleClient::new(channel)
+}
+
+async fn start_count(client: &mut Client, text: &str) -> Streaming<pb::EnumerateResponse> {
+    within(
+        "Enumerate",
+        STEP,
+        client.enumerate(pb::EnumerateRequest {
+            problem: dlx(text),
+            count_only: true,
+            engine: pb::Engine::Links as i32,
+            ..Default::default()
+        }),
+    )
+    .await
+    .expect("the count starts")
+    .into_inner()
+}
+
+/// A Solve and a CheckPuzzle are answered while long enumerations hold
+/// both workers and both job slots (`--max-jobs 2`): they are admitted
+/// under their own limit, and a running enumeration yields a worker to
+/// them at its next poll (counted by the pool) instead of refusing them or
+/// making them wait for a time slice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_calls_are_served_while_long_jobs_hold_every_worker_and_slot() {
+    let _serial = SERIAL.lock().await;
+    let server = serve(config(2)).await;
+    let pool = server.pool.clone();
+    let mut client = connect(server.addr).await;
+    let big = instance("queens15");
+    let mut counts = Vec::new();
+    for _ in 0..2 {
+        counts.push(start_count(&mut client, &big).await);
+    }
+    {
+        let pool = pool.clone();
+        wait_for("both counts hold both workers", STEP, move || {
+            pool.active_jobs() == 2 && pool.busy_workers() == 2
+        })
+        .await;
+    }
+    let r = client
+        .enumerate(pb::EnumerateRequest {
+            problem: dlx(&instance("queens8")),
+            count_only: true,
+            ..Default::default()
+        })
+        .await
+        .map(|_| ());
+    assert_status(
+        "a third long job",
+        r,
+        Code::ResourceExhausted,
+        &["too many jobs"],
+    );
+    let yielded = pool.tasks_yielded();
+    for (name, limit, found) in [("queens8", 2, 2), ("sudoku_hard17", 2, 1)] {
+        let text = instance(name);
+        let reply = within(
+            "Solve while every slot is taken",
+            STEP,
+            client.solve(solve_request(&text, limit)),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name}: Solve refused while long jobs are full: {e:?}"))
+        .into_inner();
+        assert_eq!(reply.solutions.len(), found, "{name}");
+        assert_eq!(reply.exhausted, found < limit as usize, "{name}");
+        for s in &reply.solutions {
+            check_solution(name, &parse(&text), s, true);
+        }
+    }
+    let mut puzzles = connect_puzzles(server.addr).await;
+    let check = within(
+        "CheckPuzzle while every slot is taken",
+        STEP,
+        puzzles.check_puzzle(pb::CheckPuzzleRequest {
+            puzzle: Some(pb::Puzzle {
+                kind: pb::PuzzleKind::Sudoku as i32,
+                grid: Some(pb::puzzle::Grid::Text(SUDOKU_PUZZLE.to_string())),
+                ..Default::default()
+            }),
+        }),
+    )
+    .await
+    .expect("CheckPuzzle is answered")
+    .into_inner();
+    assert!(check.valid && check.solutions_found == 1, "{check:?}");
+    // The counts held their workers all along, and gave them up for the
+    // small calls at a poll.
+    assert_eq!(pool.active_jobs(), 2, "the counts go on");
+    assert!(
+        pool.tasks_yielded() > yielded,
+        "no count yielded its worker to a small call"
+    );
+    drop(counts);
+    wait_idle(&server, Duration::from_secs(10)).await;
+    within("shutdown", STEP, server.shutdown()).await.unwrap();
+}
+
+/// Enumerations interrupted by many small calls (their runs yield and
+/// resume from their checkpoints, every 64 nodes looking at the pool)
+/// still give exactly the unsplit search's answer: latin5's solutions
+/// streamed, each once, and queens13's count with the nodes and updates of
+/// a single-threaded search.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enumerations_interrupted_by_small_calls_lose_nothing() {
+    let _serial = SERIAL.lock().await;
+    let mut cfg = config(4);
+    cfg.pool.poll_nodes = 64;
+    let server = serve(cfg).await;
+    let pool = server.pool.clone();
+    let latin = instance("latin5");
+    let queens = instance("queens13");
+    let alone = {
+        let problem = parse(&queens);
+        tokio::task::spawn_blocking(move || {
+            Solver::new(&problem)
+                .run(
+                    &Task::root(),
+                    &RunConfig::default(),
+                    &mut xccd::xcc::CountOnly,
+                )
+                .unwrap()
+                .stats
+        })
+        .await
+        .unwrap()
+    };
+    let expected = all_solutions(&parse(&latin)).await;
+    let yielded = pool.tasks_yielded();
+
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut callers = Vec::new();
+    for name in ["queens8", "sudoku_hard17"] {
+        let mut client = connect(server.addr).await;
+        let text = instance(name);
+        let done = done.clone();
+        callers.push(tokio::spawn(async move {
+            let mut calls = 0u32;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) && calls < 100_000 {
+                let reply = client.solve(solve_request(&text, 1)).await.unwrap();
+                assert_eq!(reply.into_inner().solutions.len(), 1, "{name}");
+                calls += 1;
+            }
+            calls
+        }));
+    }
+    let mut client = connect(server.addr).await;
+    let mut count = start_count(&mut client, &queens).await;
+    let streamed = enumerate_all(
+        &mut client,
+        pb::EnumerateRequest {
+            problem: dlx(&latin),
+            batch_size: 64,
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("latin5 streams to its end");
+    let mut counted = Events::default();
+    drain(&mut count, STREAM, &mut counted, enum_event)
+        .await
+        .expect("queens13 counts to its end");
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut calls = 0;
+    for caller in callers {
+        calls += within("the small calls end", STEP, caller).await.unwrap();
+    }
+
+    let summary = streamed.summary();
+    assert_eq!(summary.solutions, expected.len() as u64);
+    let got: BTreeSet<Vec<u32>> = streamed.solutions.iter().map(indices).collect();
+    assert_eq!(
+        got.len(),
+        streamed.solutions.len(),
+        "latin5: a solution came twice"
+    );
+    assert!(
+        got == expected,
+        "latin5: not the unsplit search's solutions"
+    );
+    let summary = counted.summary();
+    let stats = summary.statistics.clone().unwrap();
+    assert_eq!(summary.solutions, alone.solutions, "queens13");
+    assert_eq!(
+        (stats.nodes, stats.updates, stats.cleansings),
+        (alone.nodes, alone.updates, alone.cleansings),
+        "queens13: nodes, updates, cleansings"
+    );
+    let yields = pool.tasks_yielded() - yielded;
+    eprintln!("{calls} small calls; the enumerations yielded {yields} times");
+    assert!(yields > 0, "no enumeration yielded: the test tests nothing");
+    wait_idle(&server, Duration::from_secs(10)).await;
+    within("shutdown", STEP, server.shutdown()).await.unwrap();
+}
+
+/// A reader slower than the search, with progress every 0.2 s: the
+/// solutions always wait in the job's buffer, and progress events still
+/// come between them (once the few messages that the channel and the
+/// transport already held are read), not only at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_reader_gets_progress_while_solutions_wait() {
+    let _serial = SERIAL.lock().await;
+    let server = serve(config(4)).await;
+    // HTTP/2's own default windows (tonic's client asks for 2 MiB): what
+    // the transport holds unread is bounded in bytes, and so is the number
+    // of messages read before a progress event sent after them.
+    let channel = Channel::from_shared(format!("http://{}", server.addr))
+        .unwrap()
+        .initial_stream_window_size(65_535)
+        .initial_connection_window_size(65_535);
+    let channel = within("connect", STEP, channel.connect()).await.unwrap();
+    let mut client = Client::new(channel);
+    let mut stream = within(
+        "Enumerate",
+        STEP,
+        client.enumerate(pb::EnumerateRequest {
+            problem: dlx(&instance("queens15")),
+            batch_size: 4096,
+            progress_interval_seconds: 0.2,
+            ..Default::default()
+        }),
+    )
+    .await
+    .unwrap()
+    .into_inner();
+    let mut ev = Events::default();
+    // Batches of queens15 hold the solutions found between two polls (tens
+    // of them): the stream cannot end within the 300 messages read here.
+    // After the few the transport holds, a progress event comes about
+    // every tenth message (one a 0.2 s interval, a message read every
+    // 20 ms, or more of them if reading is slower).
+    for _ in 0..300 {
+        let m = next(&mut stream, STEP).await.unwrap().expect("a message");
+        ev.push(enum_event(m));
+        if ev.progress.len() >= 10 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!(
+        "slow reader: {} progress events in {} messages ({} solutions)",
+        ev.progress.len(),
+        ev.messages,
+        ev.solutions.len()
+    );
+    assert!(ev.summary.is_none(), "the stream went on");
+    assert!(
+        ev.progress.len() >= 10,
+        "{} progress events in {} messages ({} batches) read over {:?}",
+        ev.progress.len(),
+        ev.messages,
+        ev.batches.len(),
+        Duration::from_millis(20) * ev.messages as u32
+    );
+    let p = ev.progress.last().unwrap();
+    assert!(p.solutions > 0 && p.fraction_done < 1.0, "{p:?}");
+    drop(stream);
+    wait_idle(&server, Duration::from_secs(10)).await;
+    within("shutdown", STEP, server.shutdown()).await.unwrap();
 }

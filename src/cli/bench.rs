@@ -54,6 +54,10 @@ pub struct BenchArgs {
     /// ...and the workers trust this CA.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub ca_cert: Option<PathBuf>,
+    /// Print one JSON object per row instead of the tables (every mode),
+    /// its table named first: `{"table": "engines", "instance": ...}`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -113,6 +117,7 @@ fn read_reference(path: &Path) -> HashMap<String, Reference> {
 }
 
 pub fn run(args: BenchArgs) -> Result<(), CliError> {
+    let out = super::bench_out::Rows::new(args.json);
     if args.cluster {
         let tls = match (&args.tls_cert, &args.tls_key, &args.ca_cert) {
             (Some(cert), Some(key), Some(ca)) => Some(super::bench_cluster::Tls {
@@ -122,10 +127,10 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
             }),
             _ => None,
         };
-        return super::bench_cluster::run(&args.dir, args.filter.as_deref(), tls);
+        return super::bench_cluster::run(&args.dir, args.filter.as_deref(), tls, out);
     }
     if args.service {
-        return super::bench_service::run(&args.dir, args.filter.as_deref());
+        return super::bench_service::run(&args.dir, args.filter.as_deref(), out);
     }
     let dir = args.dir.join("instances");
     let links_reference = read_reference(&args.dir.join("knuth-reference.tsv"));
@@ -146,7 +151,7 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
         EngineArg::Cells => &[Engine::Cells],
         EngineArg::Both => &[Engine::Links, Engine::Cells],
     };
-    println!(
+    out.text(format_args!(
         "{:<20} {:>6} {:>10} {:>10} {:>12} {:>5} {:>9} {:>9} {:>9} {:>6} {:>7}",
         "instance",
         "engine",
@@ -159,7 +164,7 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
         "knuth_s",
         "vs",
         "speedup"
-    );
+    ));
     let mut mismatches = 0;
     for path in files {
         let name = path
@@ -171,10 +176,10 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
         let mut seconds = Vec::new();
         for &engine in engines {
             if !engine.supports(&problem) {
-                println!(
+                out.text(format_args!(
                     "{name:<20} {:>6} (no multiplicities in this engine)",
                     engine.name()
-                );
+                ));
                 continue;
             }
             let (best, stats, algorithm) = measure(&problem, engine, args.layout, args.repeat)?;
@@ -210,7 +215,20 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
                 }
                 None => ("-".into(), "-".into(), "-".into(), ""),
             };
-            println!(
+            let known = reference.get(&name);
+            out.row(
+                "engines",
+                engine_row(
+                    &name,
+                    engine,
+                    &stats,
+                    algorithm,
+                    best,
+                    known,
+                    flag.is_empty(),
+                ),
+            );
+            out.text(format_args!(
                 "{:<20} {:>6} {:>10} {:>10} {:>12} {:>5} {:>9.3} {:>9.1} {:>9} {:>6} {:>7}{flag}",
                 name,
                 engine.name(),
@@ -223,14 +241,18 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
                 knuth_s,
                 program,
                 speedup
-            );
+            ));
         }
         if let [links, cells] = seconds[..] {
-            println!(
+            out.row(
+                "engine_ratio",
+                serde_json::json!({"instance": name, "cells_over_links": cells / links.max(1e-9)}),
+            );
+            out.text(format_args!(
                 "{name:<20} {:>6} cells/links time ratio {:.2}",
                 "ratio",
                 cells / links.max(1e-9)
-            );
+            ));
         }
     }
     if mismatches > 0 {
@@ -268,4 +290,31 @@ fn measure(
         stats = Some(outcome.stats);
     }
     Ok((best, stats.expect("at least one run"), algorithm))
+}
+
+/// The `--json` row of one instance on one engine.
+fn engine_row(
+    name: &str,
+    engine: Engine,
+    stats: &Stats,
+    algorithm: &str,
+    seconds: f64,
+    reference: Option<&Reference>,
+    matches_reference: bool,
+) -> serde_json::Value {
+    use super::bench_out::num;
+    serde_json::json!({
+        "instance": name,
+        "engine": engine.name(),
+        "solutions": stats.solutions,
+        "nodes": stats.nodes,
+        "updates": stats.updates,
+        "algorithm": algorithm,
+        "seconds": num(seconds),
+        "mupdates_per_s": num(stats.updates as f64 / seconds.max(1e-9) / 1e6),
+        "reference_program": reference.map(|r| r.program.as_str()),
+        "reference_seconds": reference.map(|r| num(r.seconds)),
+        "speedup": reference.filter(|r| seconds > 0.0 && r.seconds > 0.0).map(|r| num(r.seconds / seconds)),
+        "matches_reference": reference.map(|_| matches_reference),
+    })
 }

@@ -18,6 +18,9 @@ use xccd::service::credentials::{ServerTls, WorkerToken};
 use xccd::service::server::{start, ServeConfig};
 use xccd::service::{Pool, PoolConfig};
 
+use serde_json::json;
+
+use super::bench_out::{num, Rows};
 use super::bench_service::{count, enumerate};
 use super::CliError;
 
@@ -82,16 +85,21 @@ async fn wait_slots(pool: &Pool, slots: usize) -> Result<(), CliError> {
     Ok(())
 }
 
-pub fn run(dir: &Path, filter: Option<&str>, tls: Option<Tls>) -> Result<(), CliError> {
+pub fn run(dir: &Path, filter: Option<&str>, tls: Option<Tls>, out: Rows) -> Result<(), CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(failed)?;
-    runtime.block_on(run_async(dir, filter, tls))
+    runtime.block_on(run_async(dir, filter, tls, out))
 }
 
-async fn run_async(dir: &Path, filter: Option<&str>, tls: Option<Tls>) -> Result<(), CliError> {
+async fn run_async(
+    dir: &Path,
+    filter: Option<&str>,
+    tls: Option<Tls>,
+    out: Rows,
+) -> Result<(), CliError> {
     let server = start(ServeConfig {
         tls: tls.as_ref().map(|t| t.server.clone()),
         listen: ([127, 0, 0, 1], 0).into(),
@@ -130,11 +138,11 @@ async fn run_async(dir: &Path, filter: Option<&str>, tls: Option<Tls>) -> Result
     } else {
         "plaintext"
     };
-    println!("remote path (count only): in-process pool of 2 threads vs coordinator + 2 worker processes of 1 thread, {how}");
-    println!(
+    out.text(format_args!("remote path (count only): in-process pool of 2 threads vs coordinator + 2 worker processes of 1 thread, {how}"));
+    out.text(format_args!(
         "{:<12} {:>10} {:>12} {:>9} {:>9} {:>9} {:>9} {:>6}",
         "instance", "solutions", "nodes", "local s", "remote s", "overhead", "killed s", "lost"
-    );
+    ));
     for name in ["queens15", "pent6x10", "langford12"] {
         if filter.is_some_and(|f| !name.contains(f)) {
             continue;
@@ -161,7 +169,21 @@ async fn run_async(dir: &Path, filter: Option<&str>, tls: Option<Tls>) -> Result
                 "{name}: counts differ: local {s_local}, remote {s_remote}, with a kill {s_killed}"
             )));
         }
-        println!(
+        out.row(
+            "remote",
+            json!({
+                "instance": name,
+                "tls": tls.is_some(),
+                "solutions": s_local,
+                "nodes": nodes,
+                "local_s": num(t_local),
+                "remote_s": num(t_remote),
+                "overhead_pct": num(100.0 * (t_remote / t_local - 1.0)),
+                "killed_s": num(t_killed),
+                "lost": lost,
+            }),
+        );
+        out.text(format_args!(
             "{:<12} {:>10} {:>12} {:>9.3} {:>9.3} {:>8.1}% {:>9.3} {:>6}",
             name,
             s_local,
@@ -171,17 +193,17 @@ async fn run_async(dir: &Path, filter: Option<&str>, tls: Option<Tls>) -> Result
             100.0 * (t_remote / t_local - 1.0),
             t_killed,
             lost
-        );
+        ));
         wait_slots(&server.pool, 2).await?;
     }
-    println!();
-    println!(
-        "streaming every solution: remote solutions are checked by the coordinator before delivery"
+    out.text("");
+    out.text(
+        "streaming every solution: remote solutions are checked by the coordinator before delivery",
     );
-    println!(
+    out.text(format_args!(
         "{:<12} {:>10} {:>9} {:>9} {:>9}",
         "instance", "solutions", "local s", "remote s", "overhead"
-    );
+    ));
     for name in ["latin5", "langford12"] {
         if filter.is_some_and(|f| !name.contains(f)) {
             continue;
@@ -196,14 +218,25 @@ async fn run_async(dir: &Path, filter: Option<&str>, tls: Option<Tls>) -> Result
                 "{name}: counts differ: local {s_local}, remote {s_remote}"
             )));
         }
-        println!(
+        out.row(
+            "remote_stream",
+            json!({
+                "instance": name,
+                "tls": tls.is_some(),
+                "solutions": s_local,
+                "local_s": num(t_local),
+                "remote_s": num(t_remote),
+                "overhead_pct": num(100.0 * (t_remote / t_local - 1.0)),
+            }),
+        );
+        out.text(format_args!(
             "{:<12} {:>10} {:>9.3} {:>9.3} {:>8.1}%",
             name,
             s_local,
             t_local,
             t_remote,
             100.0 * (t_remote / t_local - 1.0)
-        );
+        ));
     }
     drop(workers);
     let pool = local;

@@ -5,6 +5,7 @@
 
 mod bench;
 mod bench_cluster;
+mod bench_out;
 mod bench_service;
 mod credentials;
 mod estimate;

@@ -46,9 +46,17 @@ pub struct ServeArgs {
     /// Address to serve Prometheus metrics on (`/metrics`).
     #[arg(long, env = "XCCD_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
-    /// Most jobs queued or running at once; more get RESOURCE_EXHAUSTED.
+    /// Most long jobs (Enumerate, SubmitJob, EnumeratePuzzle) queued or
+    /// running at once; more get RESOURCE_EXHAUSTED. Small calls do not
+    /// count against it (see --max-interactive-jobs).
     #[arg(long, env = "XCCD_MAX_JOBS", default_value_t = 64)]
     pub max_jobs: usize,
+    /// Most small calls (Solve, SolvePuzzle, CheckPuzzle) queued or running
+    /// at once, apart from --max-jobs; more get RESOURCE_EXHAUSTED. They
+    /// run before long jobs, which yield a worker to them within
+    /// --poll-nodes nodes.
+    #[arg(long, env = "XCCD_MAX_INTERACTIVE_JOBS", default_value_t = xccd::service::pool::MAX_INTERACTIVE_JOBS)]
+    pub max_interactive_jobs: usize,
     /// Seconds a finished submitted job stays readable.
     #[arg(long, env = "XCCD_JOB_RETENTION", default_value_t = 600)]
     pub job_retention: u64,
@@ -90,7 +98,8 @@ pub struct ServeArgs {
     /// `authorization: Bearer KEY`; a job belongs to the key that made it.
     #[arg(long, value_name = "FILE", env = "XCCD_API_KEYS")]
     pub api_keys: Option<PathBuf>,
-    /// Most jobs queued or running at once for one API key.
+    /// Most jobs queued or running at once for one API key, counted apart
+    /// for long jobs and for small calls.
     #[arg(long, env = "XCCD_MAX_JOBS_PER_KEY", default_value_t = 16)]
     pub max_jobs_per_key: usize,
     /// Where submitted jobs are stored (an SQLite file, jobs.sqlite): they
@@ -142,6 +151,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
     init_logging(args.log_format);
     let mut pool = PoolConfig {
         max_jobs: args.max_jobs,
+        max_interactive_jobs: args.max_interactive_jobs,
         max_jobs_per_caller: args.max_jobs_per_key,
         ..PoolConfig::default()
     };

@@ -18,7 +18,7 @@ use prost::Message;
 use super::callers::Caller;
 use super::cluster::proto::{self as wire, ProblemData};
 use super::convert;
-use super::job::{Delivery, EndReason, Event, Job, JobSpec};
+use super::job::{Class, Delivery, EndReason, Event, Job, JobSpec};
 use super::jobs::{self, JobRegistry};
 use super::pool::Pool;
 use super::store::{JobStore, NewJob, StoreError, StoredRequest, Write};
@@ -269,6 +269,7 @@ pub fn resume_all(
             owner: Caller(stored.request.owner.as_deref().map(Arc::from)),
             durable: true,
             engine: stored.request.engine,
+            class: Class::Batch,
         };
         let job = pool
             .resume(

@@ -3,7 +3,8 @@
 //! Streams are fed by a pump task per call: it forwards the job's solution
 //! batches (through a channel of two messages, so a slow client holds back
 //! the job's bounded buffer and through it the workers), sends progress at
-//! the requested interval, and ends the job when the client goes away or the
+//! the requested interval (a due progress event goes before the next
+//! waiting batch), and ends the job when the client goes away or the
 //! call's deadline passes. tonic's own timeout only covers the time until a
 //! stream is returned, so the pump enforces the deadline for the whole call.
 
@@ -22,7 +23,7 @@ use super::convert::{self, ProblemLimits};
 use super::durable::{self, Durability};
 use super::estimate::Estimator;
 use super::job::JobId;
-use super::job::{Delivery, EndReason, Event, Job, JobSpec, SolutionIndices};
+use super::job::{Class, Delivery, EndReason, Event, Job, JobSpec, SolutionIndices};
 use super::jobs::{self, format_id, parse_id, Entry, JobRegistry, Record};
 use super::pool::{Pool, SubmitError};
 use super::proto as pb;
@@ -170,6 +171,9 @@ pub(super) type EventStream<T> =
 pub(super) fn refused(e: SubmitError) -> Status {
     match e {
         SubmitError::TooManyJobs(_) => status::exhausted("TOO_MANY_JOBS", e.to_string()),
+        SubmitError::TooManyInteractiveJobs(_) => {
+            status::exhausted("TOO_MANY_INTERACTIVE_JOBS", e.to_string())
+        }
         SubmitError::TooManyJobsForCaller(_) => {
             status::exhausted("TOO_MANY_JOBS_FOR_KEY", e.to_string())
         }
@@ -207,6 +211,7 @@ impl SolverService for SolverApi {
                     keep: limit as usize,
                 },
                 owner: caller.clone(),
+                class: Class::Interactive,
                 ..JobSpec::default()
             },
         )?;
@@ -843,8 +848,17 @@ impl<E: StreamEvents> Pump<E> {
         let far = Instant::now() + Duration::from_secs(100 * 365 * 86400);
         let deadline = self.deadline.unwrap_or(far);
         let mut ticker = tokio::time::interval_at(Instant::now() + self.interval, self.interval);
+        // A reader slower than the interval gets one progress event after
+        // each wait, not a burst of stale ones.
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let progress = || convert::progress(&self.pool.progress(&self.job));
         loop {
+            // Progress that is due goes before the next batch: solutions
+            // are nearly always waiting in the job's buffer (the workers
+            // outrun any reader), and a progress event queued behind them
+            // would never come. It is taken when it is sent, so it is the
+            // latest, and the reader sees it after only what the channel
+            // and the transport already hold.
             let message = tokio::select! {
                 biased;
                 () = tx.closed() => return,
@@ -853,6 +867,7 @@ impl<E: StreamEvents> Pump<E> {
                     let _ = tx.send(Err(Status::deadline_exceeded("the call's deadline passed"))).await;
                     return;
                 }
+                _ = ticker.tick() => self.events.progress(progress()),
                 event = self.job.next_event() => match event {
                     Event::Solutions(batch) => self.events.solutions(&batch),
                     // Only durable jobs take snapshots, and no call streams them.
@@ -872,7 +887,6 @@ impl<E: StreamEvents> Pump<E> {
                         return;
                     }
                 },
-                _ = ticker.tick() => self.events.progress(progress()),
             };
             if !send_until(&tx, Ok(message), deadline).await {
                 if Instant::now() >= deadline {

@@ -57,6 +57,23 @@ pub struct JobSpec {
     /// The engine every run of the job uses: its tasks name nodes of this
     /// engine's search tree. Requests resolve `auto` before the job starts.
     pub engine: Engine,
+    /// How the pool schedules and admits the job.
+    pub class: Class,
+}
+
+/// How the pool schedules a job and which admission limit it counts
+/// against (see the pool's module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Class {
+    /// A call a client waits on and that is small by nature (Solve,
+    /// SolvePuzzle, CheckPuzzle): its tasks run before any batch task, a
+    /// running batch task yields its worker to it at its next poll, and it
+    /// is admitted under its own limit (`max_interactive_jobs`).
+    Interactive,
+    /// Enumerations, submitted jobs and streams: they share the workers by
+    /// time slices and count against `max_jobs`.
+    #[default]
+    Batch,
 }
 
 impl Default for JobSpec {
@@ -71,6 +88,7 @@ impl Default for JobSpec {
             owner: Caller::default(),
             durable: false,
             engine: Engine::Links,
+            class: Class::Batch,
         }
     }
 }
@@ -85,6 +103,7 @@ impl std::fmt::Debug for JobSpec {
             .field("puzzle", &self.puzzle)
             .field("owner", &self.owner.name())
             .field("durable", &self.durable)
+            .field("class", &self.class)
             .finish()
     }
 }

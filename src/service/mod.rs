@@ -38,5 +38,5 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     }
     text
 }
-pub use job::{Delivery, EndReason, Job, JobSpec, Progress, Summary};
+pub use job::{Class, Delivery, EndReason, Job, JobSpec, Progress, Summary};
 pub use pool::{Pool, PoolConfig};

@@ -8,8 +8,24 @@
 //!   worker takes the first task of the job at the front and sends the job to
 //!   the back. A task that has run for a time slice while another job waits
 //!   checkpoints: its remaining work goes back to the front of its job's
-//!   queue, and the worker takes the next job's task. A small Solve is thus
-//!   answered within about a slice even while an enumeration fills the pool.
+//!   queue, and the worker takes the next job's task.
+//! - **Small calls first.** A job is [`Class::Interactive`] (Solve,
+//!   SolvePuzzle, CheckPuzzle: a client waits and the work is small by
+//!   nature) or [`Class::Batch`] (enumerations, submitted jobs). Workers
+//!   take interactive tasks before any batch task. When interactive tasks
+//!   wait and no worker is idle, as many running batch tasks as there are
+//!   such tasks (and no more) yield at their next poll, within
+//!   [`POLL_NODES`] nodes rather than a time slice: each checkpoints like a
+//!   task whose slice is over (its remaining work goes back to the front of
+//!   its job's queue: nothing lost, nothing done twice) and its worker
+//!   takes the interactive task. Interactive runs are sliced only among
+//!   themselves. A call that turns out not to be small (running longer than
+//!   [`INTERACTIVE_PRIORITY`]) is scheduled as batch work from then on, so
+//!   that such calls cannot starve the enumerations. Interactive jobs are
+//!   admitted under their own limit (`max_interactive_jobs`), so that long
+//!   jobs filling `max_jobs` do not refuse them. Only local threads yield:
+//!   a remote worker's batch lease is still asked to checkpoint at the
+//!   remote slice, but an idle remote slot takes interactive tasks first.
 //! - **Load balance.** When a worker is idle and no task is queued, the pool
 //!   is *hungry*; busy workers see it at their next poll (every
 //!   [`POLL_NODES`] nodes) and give away the upper half of the untried
@@ -32,7 +48,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::job::{Delivery, EndReason, Event, Job, JobId, JobSpec, Output, Progress};
+use super::job::{Class, Delivery, EndReason, Event, Job, JobId, JobSpec, Output, Progress};
 use super::store::{Snapshot, StoredWork};
 use super::sync::{wait_timeout, Locked};
 use crate::run::{run_task, Batch, Control, Failure, Ledger, Port, Settlement, Stop, Taken, Work};
@@ -44,6 +60,11 @@ pub const POLL_NODES: u64 = 1024;
 pub const MAX_POLL_NODES: u64 = 1 << 20;
 /// How long a task may keep its worker while another job waits.
 pub const TIME_SLICE: Duration = Duration::from_millis(10);
+/// How long an interactive job keeps its priority over batch jobs (from its
+/// start): past it, it is scheduled like a batch job.
+pub const INTERACTIVE_PRIORITY: Duration = Duration::from_secs(1);
+/// Interactive jobs admitted at once, by default.
+pub const MAX_INTERACTIVE_JOBS: usize = 64;
 /// Batches of solutions a durable job buffers for the store's writer.
 const DURABLE_BUFFER_BATCHES: usize = 64;
 
@@ -53,9 +74,14 @@ pub struct PoolConfig {
     /// Local worker threads; 0 makes a pure coordinator, whose tasks all
     /// run on remote workers.
     pub threads: usize,
-    /// Most jobs queued or running at once.
+    /// Most batch jobs (enumerations, submitted jobs) queued or running at
+    /// once.
     pub max_jobs: usize,
-    /// Most jobs queued or running at once for one caller (with API keys).
+    /// Most interactive jobs (Solve, SolvePuzzle, CheckPuzzle) queued or
+    /// running at once, apart from `max_jobs`.
+    pub max_interactive_jobs: usize,
+    /// Most jobs of each class queued or running at once for one caller
+    /// (with API keys).
     pub max_jobs_per_caller: usize,
     /// A task lost with its worker this many times fails its job.
     pub max_attempts: u32,
@@ -71,6 +97,7 @@ impl Default for PoolConfig {
         PoolConfig {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             max_jobs: 64,
+            max_interactive_jobs: MAX_INTERACTIVE_JOBS,
             max_jobs_per_caller: 64,
             max_attempts: 3,
             poll_nodes: POLL_NODES,
@@ -83,6 +110,8 @@ impl Default for PoolConfig {
 pub enum SubmitError {
     #[error("too many jobs: {0} are queued or running (the limit)")]
     TooManyJobs(usize),
+    #[error("too many small calls (Solve, SolvePuzzle, CheckPuzzle): {0} are queued or running (the limit)")]
+    TooManyInteractiveJobs(usize),
     #[error("too many jobs of this caller: {0} are queued or running (the limit per API key)")]
     TooManyJobsForCaller(usize),
     #[error("the server is shutting down")]
@@ -148,6 +177,9 @@ struct State {
     /// Running remote leases: their job, explored weight and nodes, from
     /// the workers' heartbeats.
     remote_runs: HashMap<u64, (JobId, f64, u64)>,
+    /// Local batch runs asked to yield their thread to an interactive task
+    /// whose thread has not yet taken its next task.
+    yielding: usize,
     shutdown: bool,
 }
 
@@ -156,6 +188,7 @@ struct Shared {
     work: Condvar,
     threads: usize,
     max_jobs: usize,
+    max_interactive_jobs: usize,
     max_jobs_per_caller: usize,
     max_attempts: u32,
     poll_nodes: u64,
@@ -164,8 +197,16 @@ struct Shared {
     hungry: AtomicBool,
     /// Jobs with a task ready to run.
     ready_jobs: AtomicUsize,
+    /// Interactive jobs (still with priority) with a task ready to run.
+    ready_interactive: AtomicUsize,
+    /// Interactive tasks ready that no idle worker or yielding run will
+    /// take: as many running batch tasks should yield (read at each poll).
+    urgent: AtomicUsize,
     /// Runs lost with their remote worker, since the start.
     lost: AtomicU64,
+    /// Local batch runs that yielded their thread to an interactive task,
+    /// since the start.
+    yields: AtomicU64,
     slots: Vec<WorkerSlot>,
     /// Wakes the remote workers' sessions when work may be available or
     /// wanted (the local threads wait on `work`).
@@ -186,13 +227,17 @@ impl Pool {
             work: Condvar::new(),
             threads,
             max_jobs: config.max_jobs.max(1),
+            max_interactive_jobs: config.max_interactive_jobs.max(1),
             max_jobs_per_caller: config.max_jobs_per_caller.max(1),
             max_attempts: config.max_attempts.max(1),
             poll_nodes: config.poll_nodes.clamp(1, MAX_POLL_NODES),
             next_id: AtomicU64::new(1),
             hungry: AtomicBool::new(false),
             ready_jobs: AtomicUsize::new(0),
+            ready_interactive: AtomicUsize::new(0),
+            urgent: AtomicUsize::new(0),
             lost: AtomicU64::new(0),
+            yields: AtomicU64::new(0),
             slots: (0..threads).map(|_| WorkerSlot::default()).collect(),
             remote_wake: tokio::sync::Notify::new(),
         });
@@ -309,14 +354,24 @@ impl Pool {
             return Err(SubmitError::ShuttingDown);
         }
         // Jobs that ran before a restart run again whatever the limits.
+        // Each class has its own limit: long jobs filling theirs do not
+        // refuse small calls (nor the other way round).
         let limited = resumed.is_none();
-        if limited && state.jobs.len() >= self.shared.max_jobs {
-            return Err(SubmitError::TooManyJobs(self.shared.max_jobs));
+        let class = job.spec.class;
+        let of_class = |s: &&Sched| s.job.spec.class == class;
+        if limited && state.jobs.values().filter(of_class).count() >= self.shared.limit(class) {
+            return Err(match class {
+                Class::Batch => SubmitError::TooManyJobs(self.shared.max_jobs),
+                Class::Interactive => {
+                    SubmitError::TooManyInteractiveJobs(self.shared.max_interactive_jobs)
+                }
+            });
         }
         if limited && job.spec.owner.0.is_some() {
             let theirs = state
                 .jobs
                 .values()
+                .filter(of_class)
                 .filter(|s| s.job.spec.owner == job.spec.owner)
                 .count();
             if theirs >= self.shared.max_jobs_per_caller {
@@ -426,6 +481,11 @@ impl Pool {
         self.shared.lost.load(Ordering::SeqCst)
     }
 
+    /// Batch runs that yielded their thread to an interactive task so far.
+    pub fn tasks_yielded(&self) -> u64 {
+        self.shared.yields.load(Ordering::SeqCst)
+    }
+
     /// Task slots of the remote workers connected now.
     pub fn remote_slots(&self) -> usize {
         self.shared.state.locked().remote_slots
@@ -483,19 +543,34 @@ impl Shared {
         self.remote_wake.notify_waiters();
     }
 
+    /// The admission limit of a class of jobs.
+    fn limit(&self, class: Class) -> usize {
+        match class {
+            Class::Batch => self.max_jobs,
+            Class::Interactive => self.max_interactive_jobs,
+        }
+    }
+
     /// Recomputes the flags that running tasks read without the lock.
     fn refresh(&self, state: &State) {
-        let ready = state
-            .ring
-            .iter()
-            .filter(|id| {
-                state
-                    .jobs
-                    .get(id)
-                    .is_some_and(|s| !s.queue.is_empty() && !stalled(&s.job))
-            })
-            .count();
+        let (mut ready, mut ready_interactive, mut interactive_tasks) = (0, 0, 0);
+        for sched in state.ring.iter().filter_map(|id| state.jobs.get(id)) {
+            if sched.queue.is_empty() || stalled(&sched.job) {
+                continue;
+            }
+            ready += 1;
+            if has_priority(&sched.job) {
+                ready_interactive += 1;
+                interactive_tasks += sched.queue.len();
+            }
+        }
         self.ready_jobs.store(ready, Ordering::SeqCst);
+        self.ready_interactive
+            .store(ready_interactive, Ordering::SeqCst);
+        self.urgent.store(
+            interactive_tasks.saturating_sub(state.idle + state.yielding),
+            Ordering::SeqCst,
+        );
         let hungry = state.idle > 0 && ready == 0 && !state.shutdown;
         let was = self.hungry.swap(hungry, Ordering::SeqCst);
         if hungry && !was {
@@ -532,8 +607,13 @@ impl Shared {
 
     /// Takes the next task to run, waiting if there is none; with it, the
     /// nodes its job has explored so far.
-    fn next_task(&self, index: usize) -> Option<(Arc<Job>, Work, u64)> {
+    /// `yielded`: this thread's last run yielded to an interactive task
+    /// (which this thread is now to take, unless another got it first).
+    fn next_task(&self, index: usize, yielded: bool) -> Option<(Arc<Job>, Work, u64)> {
         let mut state = self.state.locked();
+        if yielded {
+            state.yielding -= 1;
+        }
         loop {
             if state.shutdown && state.jobs.is_empty() {
                 // An exited worker counts as idle.
@@ -562,10 +642,28 @@ impl Shared {
         wait_timeout(&self.work, state, Duration::from_millis(50))
     }
 
-    /// Takes the first task of the first job in the ring that has one to
-    /// run; a remote worker cannot take tasks of jobs whose side condition
-    /// it cannot rebuild.
+    /// Takes the first task of the first interactive job in the ring that
+    /// has one to run, else of the first job that has; a remote worker
+    /// cannot take tasks of jobs whose side condition it cannot rebuild.
     fn pick(state: &mut State, remote: bool) -> Option<(Arc<Job>, Work)> {
+        for interactive_only in [true, false] {
+            if let Some(picked) = Self::pick_from(state, remote, interactive_only) {
+                return Some(picked);
+            }
+        }
+        // Jobs without queued tasks stay out of the ring until they get some.
+        let jobs = &state.jobs;
+        state
+            .ring
+            .retain(|id| jobs.get(id).is_some_and(|s| !s.queue.is_empty()));
+        None
+    }
+
+    fn pick_from(
+        state: &mut State,
+        remote: bool,
+        interactive_only: bool,
+    ) -> Option<(Arc<Job>, Work)> {
         for turn in 0..state.ring.len() {
             let id = state.ring[turn];
             let Some(sched) = state.jobs.get_mut(&id) else {
@@ -574,6 +672,7 @@ impl Shared {
             if sched.queue.is_empty()
                 || stalled(&sched.job)
                 || (remote && !remote_can_run(&sched.job.spec))
+                || (interactive_only && !has_priority(&sched.job))
             {
                 continue;
             }
@@ -587,11 +686,6 @@ impl Shared {
             }
             return Some((job, task));
         }
-        // Jobs without queued tasks stay out of the ring until they get some.
-        let jobs = &state.jobs;
-        state
-            .ring
-            .retain(|id| jobs.get(id).is_some_and(|s| !s.queue.is_empty()));
         None
     }
 
@@ -611,19 +705,52 @@ impl Shared {
         }
     }
 
-    /// Whether a job other than `id` has a task ready.
-    fn others_waiting(&self, id: JobId) -> bool {
-        let ready = self.ready_jobs.load(Ordering::SeqCst);
+    /// Whether a job other than `job` has a task ready that should take
+    /// the worker of a run of `job` whose slice is over: any job for a
+    /// batch run, an interactive one for an interactive run.
+    fn others_waiting(&self, job: &Job) -> bool {
+        let interactive = has_priority(job);
+        let ready = if interactive {
+            self.ready_interactive.load(Ordering::SeqCst)
+        } else {
+            self.ready_jobs.load(Ordering::SeqCst)
+        };
         if ready == 0 {
             return false;
         }
         let state = self.state.locked();
         let mine = state
             .jobs
-            .get(&id)
+            .get(&job.id)
             .is_some_and(|s| !s.queue.is_empty() && !stalled(&s.job));
         ready > usize::from(mine)
     }
+
+    /// Whether a local run of batch job `job` is to yield its thread to an
+    /// interactive task; if so, the run counts as yielding until its thread
+    /// takes its next task (see [`Shared::next_task`]), so that no more
+    /// runs yield than there are interactive tasks waiting.
+    fn should_yield(&self, job: &Job) -> bool {
+        if self.urgent.load(Ordering::SeqCst) == 0 || has_priority(job) {
+            return false;
+        }
+        let mut state = self.state.locked();
+        self.refresh(&state);
+        if self.urgent.load(Ordering::SeqCst) == 0 {
+            return false;
+        }
+        state.yielding += 1;
+        self.refresh(&state);
+        self.yields.fetch_add(1, Ordering::SeqCst);
+        metrics::counter!("xccd_tasks_yielded_total").increment(1);
+        true
+    }
+}
+
+/// Whether a job's tasks go before batch tasks: an interactive job, for
+/// [`INTERACTIVE_PRIORITY`] from its start.
+fn has_priority(job: &Job) -> bool {
+    job.spec.class == Class::Interactive && job.started.elapsed() < INTERACTIVE_PRIORITY
 }
 
 /// Whether a job's tasks must wait: its consumer has no room, or a
@@ -738,7 +865,8 @@ fn worker(shared: Arc<Shared>, index: usize) {
     // Solvers of the jobs this thread ran lately, to run their next tasks
     // without building the links again; a job's goes once the job ends.
     let mut solvers: HashMap<JobId, (Weak<Job>, Solver)> = HashMap::new();
-    while let Some((job, work, spent_nodes)) = shared.next_task(index) {
+    let mut yielded = false;
+    while let Some((job, work, spent_nodes)) = shared.next_task(index, yielded) {
         let span = tracing::debug_span!("task", job = job.id, level = work.task.level());
         let _enter = span.enter();
         solvers.retain(|_, (job, _)| {
@@ -760,6 +888,7 @@ fn worker(shared: Arc<Shared>, index: usize) {
             slot: &shared.slots[index],
             ledger: &mut ledger,
             started: Instant::now(),
+            yielded: false,
         };
         let report = run_task(
             solver,
@@ -769,6 +898,7 @@ fn worker(shared: Arc<Shared>, index: usize) {
             job.spec.condition.as_deref(),
             &mut port,
         );
+        yielded = port.yielded;
         let settlement = ledger
             .settle(report.end, report.found)
             .unwrap_or_else(|error| Settlement {
@@ -892,8 +1022,10 @@ impl Pool {
         self.shared.hungry.load(Ordering::SeqCst)
     }
 
-    /// Whether a job other than `job` has a task ready to run.
-    pub(crate) fn others_waiting(&self, job: JobId) -> bool {
+    /// Whether a job other than `job` has a task ready to run that should
+    /// take the worker of `job`'s run once its slice is over (see
+    /// [`Shared::others_waiting`]).
+    pub(crate) fn others_waiting(&self, job: &Job) -> bool {
         self.shared.others_waiting(job)
     }
 
@@ -911,6 +1043,8 @@ struct PoolPort<'a> {
     slot: &'a WorkerSlot,
     ledger: &'a mut Ledger,
     started: Instant,
+    /// The run was asked to yield its thread to an interactive task.
+    yielded: bool,
 }
 
 impl Port for PoolPort<'_> {
@@ -942,7 +1076,15 @@ impl Port for PoolPort<'_> {
         if self.shared.hungry.load(Ordering::SeqCst) {
             return Control::GiveAway;
         }
-        if self.started.elapsed() >= TIME_SLICE && self.shared.others_waiting(self.job.id) {
+        if self.yielded {
+            // Asked once already: the checkpoint is on its way.
+            return Control::Checkpoint;
+        }
+        if self.shared.should_yield(self.job) {
+            self.yielded = true;
+            return Control::Checkpoint;
+        }
+        if self.started.elapsed() >= TIME_SLICE && self.shared.others_waiting(self.job) {
             return Control::Checkpoint;
         }
         Control::Continue
@@ -1072,6 +1214,85 @@ mod tests {
                 )
                 .unwrap();
             assert_eq!(job.wait().await.reason, EndReason::Complete);
+        }
+    }
+
+    fn interactive(owner: Option<&str>) -> JobSpec {
+        JobSpec {
+            class: Class::Interactive,
+            limit: Some(1),
+            delivery: Delivery::Keep { keep: 1 },
+            owner: crate::service::callers::Caller(owner.map(Arc::from)),
+            ..JobSpec::default()
+        }
+    }
+
+    /// A count that keeps a thread busy for seconds.
+    fn long(class: Class, owner: Option<&str>) -> JobSpec {
+        JobSpec {
+            class,
+            owner: crate::service::callers::Caller(owner.map(Arc::from)),
+            ..JobSpec::default()
+        }
+    }
+
+    async fn wait_busy(pool: &Pool, busy: usize) {
+        for _ in 0..3000 {
+            if pool.busy_workers() == busy {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{busy} workers never busy");
+    }
+
+    #[tokio::test]
+    async fn small_calls_are_admitted_apart_and_a_batch_run_yields_to_them() {
+        let pool = Pool::new(PoolConfig {
+            threads: 1,
+            max_jobs: 1,
+            max_interactive_jobs: 2,
+            max_jobs_per_caller: 1,
+            poll_nodes: 64,
+            ..PoolConfig::default()
+        });
+        let big = Arc::new(crate::xcc::testing::queens(16));
+        // The one batch slot and the one thread are taken.
+        let batch = pool
+            .submit(big.clone(), long(Class::Batch, Some("a")))
+            .unwrap();
+        wait_busy(&pool, 1).await;
+        assert_eq!(
+            pool.submit(queens6(), long(Class::Batch, Some("b"))).err(),
+            Some(SubmitError::TooManyJobs(1))
+        );
+        // A small call is admitted, also for the caller that holds its
+        // one batch job, and the batch run yields the thread to it.
+        for owner in [Some("a"), Some("b"), None] {
+            let small = pool.submit(queens6(), interactive(owner)).unwrap();
+            let summary = small.wait().await;
+            assert_eq!((summary.reason, summary.solutions), (EndReason::Limit, 1));
+            assert!(batch.summary().is_none(), "the count goes on");
+        }
+        assert!(pool.tasks_yielded() >= 1, "the batch run yielded");
+        // Small calls have their own limits, overall and per caller.
+        let held = pool
+            .submit(big.clone(), long(Class::Interactive, Some("a")))
+            .unwrap();
+        assert_eq!(
+            pool.submit(queens6(), interactive(Some("a"))).err(),
+            Some(SubmitError::TooManyJobsForCaller(1))
+        );
+        let other = pool
+            .submit(big.clone(), long(Class::Interactive, None))
+            .unwrap();
+        assert_eq!(
+            pool.submit(queens6(), interactive(Some("b"))).err(),
+            Some(SubmitError::TooManyInteractiveJobs(2))
+        );
+        for job in [&batch, &held, &other] {
+            pool.cancel(job, EndReason::Cancelled);
+            assert_eq!(job.wait().await.reason, EndReason::Cancelled);
         }
     }
 }

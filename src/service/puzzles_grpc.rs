@@ -11,7 +11,7 @@ use tonic::{Request, Response, Status};
 use super::callers::Caller;
 use super::convert;
 use super::grpc::{refused, CancelOnDrop, EventStream, Pump, StreamEvents};
-use super::job::{Delivery, EndReason, Job, JobSpec, SolutionIndices};
+use super::job::{Class, Delivery, EndReason, Job, JobSpec, SolutionIndices};
 use super::pool::Pool;
 use super::proto as pb;
 use super::proto::puzzle_service_server::PuzzleService;
@@ -122,6 +122,13 @@ impl PuzzleApi {
                     owner: caller.clone(),
                     durable: false,
                     engine,
+                    // The calls that keep their solutions (SolvePuzzle,
+                    // CheckPuzzle) are small ones a client waits on; the
+                    // streams are batch work.
+                    class: match delivery {
+                        Delivery::Keep { .. } => Class::Interactive,
+                        _ => Class::Batch,
+                    },
                 },
             )
             .map_err(refused)

@@ -688,7 +688,7 @@ impl Session {
             }
             let stalled = job.snapshot_due() || job.output.as_ref().is_some_and(|o| o.is_stalled());
             let slice_over =
-                lease.started.elapsed() >= REMOTE_SLICE && self.pool.others_waiting(job.id);
+                lease.started.elapsed() >= REMOTE_SLICE && self.pool.others_waiting(&job);
             if (stalled || slice_over) && lease.asked != AskKind::Checkpoint {
                 self.ask(id, AskKind::Checkpoint).await?;
                 continue;
