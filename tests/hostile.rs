@@ -1233,6 +1233,7 @@ fn call() -> BoxedStrategy<Call> {
         interval(),
         max_nodes(),
         engine(),
+        any::<bool>(),
     )
         .prop_map(
             |(
@@ -1244,6 +1245,7 @@ fn call() -> BoxedStrategy<Call> {
                 interval,
                 max_nodes,
                 engine,
+                packed_solutions,
             )| {
                 Call::Enumerate(pb::EnumerateRequest {
                     problem,
@@ -1254,6 +1256,7 @@ fn call() -> BoxedStrategy<Call> {
                     progress_interval_seconds: interval,
                     max_nodes,
                     engine,
+                    packed_solutions,
                 })
             },
         );

@@ -296,8 +296,14 @@ impl Events {
         }
         match event {
             Event::Solutions(b) => {
-                self.batches.push(b.solutions.len());
+                let packed = unpack(&b);
+                assert!(
+                    packed.is_empty() || b.solutions.is_empty(),
+                    "a batch is packed or not, never both"
+                );
+                self.batches.push(b.solutions.len() + packed.len());
                 self.solutions.extend(b.solutions);
+                self.solutions.extend(packed);
             }
             Event::Progress(p) => self.progress.push(p),
             Event::Summary(s) => {
@@ -313,6 +319,33 @@ impl Events {
             .as_ref()
             .expect("the stream ended with a summary")
     }
+}
+
+/// The solutions of a batch in the packed form (little-endian u32 indices
+/// and a length per solution), as Solution messages.
+fn unpack(batch: &pb::SolutionBatch) -> Vec<pb::Solution> {
+    let bytes = &batch.packed_indices;
+    assert_eq!(bytes.len() % 4, 0, "4 bytes per packed index");
+    let indices: Vec<u32> = bytes
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let mut start = 0;
+    let solutions = batch
+        .packed_lengths
+        .iter()
+        .map(|&n| {
+            let end = start + n as usize;
+            let option_indices = indices[start..end].to_vec();
+            start = end;
+            pb::Solution {
+                option_indices,
+                option_texts: Vec::new(),
+            }
+        })
+        .collect();
+    assert_eq!(start, indices.len(), "the lengths add up to the indices");
+    solutions
 }
 
 fn enum_event(r: pb::EnumerateResponse) -> Event {
@@ -2052,6 +2085,68 @@ async fn graceful_shutdown_ends_open_streams() {
 // ---------------------------------------------------------------------------
 // Contract details found wanting
 // ---------------------------------------------------------------------------
+
+/// The packed form carries the same solutions as one message each, in
+/// batches within `batch_size` (also after a pause that lets several
+/// batches wait, which the server then sends together), and refuses option
+/// text, which it cannot carry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packed_solutions_are_the_same_solutions() {
+    let _serial = SERIAL.lock().await;
+    let server = serve(config(16)).await;
+    let mut client = connect(server.addr).await;
+    for name in ["latin4", "queens10", "color_torus4x4w2x2"] {
+        let text = instance(name);
+        let expected = all_solutions(&parse(&text)).await;
+        let batch_size = 64;
+        let mut stream = client
+            .enumerate(pb::EnumerateRequest {
+                problem: dlx(&text),
+                packed_solutions: true,
+                batch_size,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let mut ev = Events::default();
+        let m = next(&mut stream, STEP).await.unwrap().expect("a message");
+        ev.push(enum_event(m));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        drain(&mut stream, STREAM, &mut ev, enum_event)
+            .await
+            .unwrap();
+        let got: Vec<Vec<u32>> = ev.solutions.iter().map(indices).collect();
+        let set: BTreeSet<Vec<u32>> = got.iter().cloned().collect();
+        assert_eq!(got.len(), set.len(), "{name}: duplicate solutions");
+        assert_eq!(set, expected, "{name}: packed solutions differ");
+        assert_eq!(ev.summary().solutions, expected.len() as u64, "{name}");
+        assert!(
+            ev.batches
+                .iter()
+                .all(|&b| (1..=batch_size as usize).contains(&b)),
+            "{name}: batch sizes {:?}",
+            ev.batches
+        );
+    }
+    let refused = enumerate_all(
+        &mut client,
+        pb::EnumerateRequest {
+            problem: dlx(&instance("latin4")),
+            packed_solutions: true,
+            include_option_text: true,
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_status(
+        "packed with option text",
+        refused,
+        Code::InvalidArgument,
+        &["packed_solutions"],
+    );
+    within("shutdown", STEP, server.shutdown()).await.unwrap();
+}
 
 /// `EnumerateRequest.batch_size` is "most solutions per batch". A reader
 /// that pauses lets the job's buffer fill; the solutions a worker finds

@@ -184,6 +184,21 @@ fn entry_of_error(error: &ProblemError, option: &pb::ProblemOption) -> Option<us
     option.entries.iter().position(|e| &e.item == name)
 }
 
+/// A batch of solutions in SolutionBatch's packed form.
+pub fn packed_solutions(batch: &[SolutionIndices]) -> pb::SolutionBatch {
+    let mut packed_indices = Vec::with_capacity(4 * batch.iter().map(Vec::len).sum::<usize>());
+    let mut packed_lengths = Vec::with_capacity(batch.len());
+    for solution in batch {
+        packed_indices.extend(solution.iter().flat_map(|o| o.to_le_bytes()));
+        packed_lengths.push(solution.len() as u32);
+    }
+    pb::SolutionBatch {
+        solutions: Vec::new(),
+        packed_indices,
+        packed_lengths,
+    }
+}
+
 pub fn solution(problem: &Problem, indices: &SolutionIndices, with_text: bool) -> pb::Solution {
     pb::Solution {
         option_indices: indices.clone(),

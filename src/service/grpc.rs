@@ -281,6 +281,11 @@ impl SolverService for SolverApi {
             self.config.default_batch_size,
             self.config.max_batch_size,
         )?;
+        if req.packed_solutions && req.include_option_text {
+            return Err(status::invalid(
+                "packed_solutions: the packed form has no option text; ask for one or the other",
+            ));
+        }
         let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
         let engine = convert::engine(req.engine, &problem)?;
         let delivery = if req.count_only {
@@ -308,6 +313,7 @@ impl SolverService for SolverApi {
             events: ProblemEvents {
                 problem,
                 with_text: req.include_option_text,
+                packed: req.packed_solutions,
             },
             interval,
             deadline,
@@ -735,7 +741,10 @@ impl StoredWatch {
                     }
                 };
                 next += batch.len() as u64;
-                let event = E::Solutions(pb::SolutionBatch { solutions: batch });
+                let event = E::Solutions(pb::SolutionBatch {
+                    solutions: batch,
+                    ..Default::default()
+                });
                 if !send_until(&tx, wrap(event), deadline).await {
                     return deadline_passed(&tx, deadline).await;
                 }
@@ -795,18 +804,27 @@ pub(super) trait StreamEvents: Send + 'static {
 struct ProblemEvents {
     problem: Arc<Problem>,
     with_text: bool,
+    /// Solutions in SolutionBatch's packed form.
+    packed: bool,
 }
 
 impl StreamEvents for ProblemEvents {
     type Message = pb::EnumerateResponse;
     fn solutions(&self, batch: &[SolutionIndices]) -> Self::Message {
         use pb::enumerate_response::Event as E;
-        let solutions = batch
-            .iter()
-            .map(|s| convert::solution(&self.problem, s, self.with_text))
-            .collect();
+        let batch = if self.packed {
+            convert::packed_solutions(batch)
+        } else {
+            pb::SolutionBatch {
+                solutions: batch
+                    .iter()
+                    .map(|s| convert::solution(&self.problem, s, self.with_text))
+                    .collect(),
+                ..Default::default()
+            }
+        };
         pb::EnumerateResponse {
-            event: Some(E::Solutions(pb::SolutionBatch { solutions })),
+            event: Some(E::Solutions(batch)),
         }
     }
     fn progress(&self, progress: pb::Progress) -> Self::Message {
@@ -869,7 +887,10 @@ impl<E: StreamEvents> Pump<E> {
                 }
                 _ = ticker.tick() => self.events.progress(progress()),
                 event = self.job.next_event() => match event {
-                    Event::Solutions(batch) => self.events.solutions(&batch),
+                    Event::Solutions(mut batch) => {
+                        self.job.take_more_solutions(&mut batch);
+                        self.events.solutions(&batch)
+                    }
                     // Only durable jobs take snapshots, and no call streams them.
                     Event::Snapshot(_) => continue,
                     Event::Done(summary) => {
@@ -961,6 +982,7 @@ async fn replay(
     if include_solutions && !record.solutions.is_empty() {
         events.push(E::Solutions(pb::SolutionBatch {
             solutions: record.solutions.clone(),
+            ..Default::default()
         }));
     }
     events.extend(record.message.progress.map(E::Progress));
@@ -1001,6 +1023,7 @@ async fn watch(
                         .iter()
                         .map(|s| convert::solution(&job.problem, s, true))
                         .collect(),
+                    ..Default::default()
                 };
                 if !send_until(&tx, wrap(E::Solutions(batch)), deadline).await {
                     return deadline_passed(&tx, deadline).await;

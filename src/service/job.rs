@@ -234,6 +234,30 @@ impl Output {
         event
     }
 
+    /// Appends to `batch` the solution batches waiting at the front of the
+    /// buffer while the whole stays within `max` solutions: a consumer
+    /// slower than the workers then sends fewer, fuller messages (workers
+    /// deliver a batch at every split and task end, often well short of the
+    /// batch size).
+    pub fn take_more_solutions(&self, batch: &mut Vec<SolutionIndices>, max: usize) {
+        let mut q = self.queue.locked();
+        let mut took = false;
+        while let Some(Event::Solutions(next)) = q.front() {
+            if batch.len() + next.len() > max {
+                break;
+            }
+            if let Some(Event::Solutions(next)) = q.pop_front() {
+                batch.extend(next);
+                took = true;
+            }
+        }
+        let roomy = q.len() <= self.capacity / 2;
+        drop(q);
+        if took && roomy && self.stalled.swap(false, Ordering::SeqCst) {
+            (self.on_room)();
+        }
+    }
+
     pub fn is_stalled(&self) -> bool {
         self.stalled.load(Ordering::SeqCst)
     }
@@ -602,6 +626,16 @@ impl Job {
         match &self.output {
             Some(output) => output.next().await,
             None => Event::Done(self.wait().await),
+        }
+    }
+
+    /// Fills `batch`, a batch just taken from [`Job::next_event`], with the
+    /// solution batches already waiting, up to the job's batch size.
+    pub fn take_more_solutions(&self, batch: &mut Vec<SolutionIndices>) {
+        if let (Some(output), Delivery::Stream { batch_size, .. }) =
+            (&self.output, &self.spec.delivery)
+        {
+            output.take_more_solutions(batch, *batch_size);
         }
     }
 

@@ -242,13 +242,33 @@ impl<'a> SolutionView<'a> {
                 .filter(|&&n| n > self.last_itm)
                 .map(|&n| self.node_option[n as usize] as usize),
         );
-        out.sort_unstable();
+        sort_short(out);
     }
     /// The chosen option indices, ascending.
     pub fn options(&self) -> Vec<usize> {
         let mut v = Vec::new();
         self.options_into(&mut v);
         v
+    }
+}
+
+/// Sorts a solution's option indices. A solution has a few dozen options,
+/// and comes almost sorted (levels tend to follow the items' order):
+/// insertion sort beats the general sort there, which showed up at 6 % of
+/// the CPU time of a server streaming every solution.
+fn sort_short(v: &mut [usize]) {
+    if v.len() > 64 {
+        v.sort_unstable();
+        return;
+    }
+    for i in 1..v.len() {
+        let x = v[i];
+        let mut j = i;
+        while j > 0 && v[j - 1] > x {
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = x;
     }
 }
 

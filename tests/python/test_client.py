@@ -151,6 +151,18 @@ def assert_exact_cover(name, indices):
         assert covered.get(item, 0) <= 1, f"{name}: secondary {item} covered twice"
 
 
+def unpack(batch):
+    """The solutions of a batch in the packed form (EnumerateRequest.packed_solutions)."""
+    data = batch.packed_indices
+    assert len(data) % 4 == 0, "4 bytes per index"
+    indices = [int.from_bytes(data[k : k + 4], "little") for k in range(0, len(data), 4)]
+    start = 0
+    for length in batch.packed_lengths:
+        yield tuple(indices[start : start + length])
+        start += length
+    assert start == len(indices), "the lengths add up to the indices"
+
+
 def enumerate_all(stub, request):
     solutions, batches, progress, summaries = [], 0, 0, []
     for response in stub.Enumerate(request, timeout=TIMEOUT):
@@ -158,7 +170,9 @@ def enumerate_all(stub, request):
         assert not summaries, "nothing may follow the summary"
         if kind == "solutions":
             batches += 1
-            solutions.extend(tuple(s.option_indices) for s in response.solutions.solutions)
+            batch = response.solutions
+            solutions.extend(tuple(s.option_indices) for s in batch.solutions)
+            solutions.extend(unpack(batch))
         elif kind == "progress":
             progress += 1
             assert 0.0 <= response.progress.fraction_done <= 1.0
@@ -206,6 +220,34 @@ def test_enumerate_queens8(pb, stub):
     assert summary.solutions == 92
     assert summary.exhausted
     assert summary.reason == pb.pb2.END_REASON_COMPLETE
+
+
+def test_enumerate_packed_gives_the_same_solutions(pb, stub):
+    one_each, _, _, _ = enumerate_all(
+        stub, pb.pb2.EnumerateRequest(problem=dlx_problem(pb, "latin4"))
+    )
+    packed, batches, _, summary = enumerate_all(
+        stub,
+        pb.pb2.EnumerateRequest(
+            problem=dlx_problem(pb, "latin4"), packed_solutions=True, batch_size=50
+        ),
+    )
+    assert len(packed) == 576 == summary.solutions
+    assert batches >= 576 // 50
+    assert sorted(packed) == sorted(one_each)
+    for s in packed:
+        assert_exact_cover("latin4", s)
+    with pytest.raises(grpc.RpcError) as refused:
+        enumerate_all(
+            stub,
+            pb.pb2.EnumerateRequest(
+                problem=dlx_problem(pb, "latin4"),
+                packed_solutions=True,
+                include_option_text=True,
+            ),
+        )
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "packed_solutions" in refused.value.details()
 
 
 def test_enumerate_count_only_queens10(pb, stub):
