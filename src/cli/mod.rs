@@ -5,6 +5,7 @@
 
 mod bench;
 mod bench_cluster;
+mod bench_scale;
 mod bench_service;
 mod credentials;
 mod estimate;
