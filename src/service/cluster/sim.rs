@@ -49,9 +49,9 @@ pub struct SimReport {
     pub leases: u64,
     /// Solutions it reported (new ones: those past each lease's skip).
     pub solutions: u64,
-    /// For each lease but its first: from the end of its previous run to
-    /// the lease.
-    pub waits: Vec<Duration>,
+    /// For each lease but its first: when its previous run ended (the slot
+    /// was free), and how long after that the lease came.
+    pub waits: Vec<(Instant, Duration)>,
     /// Why it stopped before being asked to, if it did.
     pub error: Option<String>,
 }
@@ -147,7 +147,7 @@ impl SimWorker {
                         In::Lease(lease) => {
                             report.leases += 1;
                             if let Some(freed) = freed.take() {
-                                report.waits.push(freed.elapsed());
+                                report.waits.push((freed, freed.elapsed()));
                             }
                             let Some(entry) = problems.get_mut(&lease.problem_digest) else {
                                 report.error = Some("a lease of a problem never sent".into());
