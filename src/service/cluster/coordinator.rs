@@ -246,6 +246,8 @@ struct Session {
     /// Digests of the problems the worker holds, least recently used first.
     problems: VecDeque<Vec<u8>>,
     draining: bool,
+    /// A lease was granted while none was held: the looks start over.
+    first_lease: bool,
     last_seen: Instant,
     last_give_ask: Instant,
     /// Leases named in reports that this session does not hold.
@@ -273,6 +275,7 @@ impl Session {
             leases: HashMap::new(),
             problems: VecDeque::new(),
             draining: false,
+            first_lease: false,
             last_seen: Instant::now(),
             last_give_ask: Instant::now()
                 .checked_sub(TICK)
@@ -303,12 +306,24 @@ impl Session {
         idle_look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let silence = tokio::time::sleep(self.config.lease_timeout);
         tokio::pin!(silence);
+        // Kept across turns of the loop: a session registers with the
+        // pool's notifier (shared by every session) once per wake-up, not
+        // once per message.
+        let pool = self.pool.clone();
+        let police = pool.remote_police();
+        tokio::pin!(police);
         let end = loop {
             if self.pool.is_shutting_down() {
                 break End::Shutdown;
             }
             if let Err(end) = self.fill().await {
                 break end;
+            }
+            if std::mem::take(&mut self.first_lease) {
+                // A lease that ends within a tick is never looked at: with
+                // tiny leases, a thousand sessions would otherwise look 50
+                // times a second each.
+                tick.reset();
             }
             let holding = !self.leases.is_empty();
             let wants_work = self.busy < self.slots && !self.draining;
@@ -336,7 +351,10 @@ impl Session {
                 _ = tick.tick(), if holding => self.police().await,
                 () = self.pool.remote_work(), if wants_work => Ok(()),
                 _ = idle_look.tick(), if wants_work => Ok(()),
-                () = self.pool.remote_police(), if holding || self.draining => self.police().await,
+                () = &mut police, if holding || self.draining => {
+                    police.set(pool.remote_police());
+                    self.police().await
+                }
                 () = self.tx.closed() => Err(End::Broken(Status::cancelled("the worker stopped reading"))),
             };
             if let Err(end) = step {
@@ -393,6 +411,7 @@ impl Session {
                 engine: job.spec.engine.name().to_string(),
             };
             tracing::debug!(worker = %self.id, lease = id, job = job.id, level = work.task.level(), skip = work.skip, "lease granted");
+            self.first_lease |= self.leases.is_empty();
             self.leases.insert(
                 id,
                 Lease {
