@@ -45,6 +45,18 @@ pub struct BenchArgs {
     /// coordinator with two worker processes, and the cost of killing one.
     #[arg(long, conflicts_with = "service")]
     pub cluster: bool,
+    /// Measure how many workers one coordinator serves: a coordinator
+    /// (`serve --threads 0`) with N simulated remote workers over loopback,
+    /// each lease a few nodes of work.
+    #[arg(long, conflicts_with_all = ["service", "cluster"])]
+    pub scale: bool,
+    /// With --scale: the numbers of workers, one row each.
+    #[arg(long, value_delimiter = ',', default_values_t = [10, 100, 1000], requires = "scale")]
+    pub workers: Vec<usize>,
+    /// With --scale: nodes a simulated worker explores per lease before it
+    /// checkpoints.
+    #[arg(long, default_value_t = 16, requires = "scale")]
+    pub lease_nodes: u64,
     /// With --cluster: the coordinator serves over TLS with this
     /// certificate (PEM, for localhost) and key...
     #[arg(long, value_name = "FILE", requires_all = ["cluster", "tls_key", "ca_cert"])]
@@ -128,6 +140,9 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
             _ => None,
         };
         return super::bench_cluster::run(&args.dir, args.filter.as_deref(), tls, out);
+    }
+    if args.scale {
+        return super::bench_scale::run(&args.dir, &args.workers, args.lease_nodes, out);
     }
     if args.service {
         return super::bench_service::run(&args.dir, args.filter.as_deref(), out);

@@ -208,9 +208,16 @@ struct Shared {
     /// since the start.
     yields: AtomicU64,
     slots: Vec<WorkerSlot>,
-    /// Wakes the remote workers' sessions when work may be available or
-    /// wanted (the local threads wait on `work`).
-    remote_wake: tokio::sync::Notify,
+    /// Wakes one remote worker's session with an idle slot when a task may
+    /// be ready (the local threads wait on `work`); a session that takes a
+    /// task and sees more ready passes the wake on, so one event costs one
+    /// wake-up, not one per connected worker.
+    remote_work: tokio::sync::Notify,
+    /// Wakes the sessions holding leases when their runs may have to be
+    /// asked something: a slot went hungry, a snapshot is due, shutdown.
+    remote_police: tokio::sync::Notify,
+    /// `State::shutdown`, readable without the lock.
+    shutting_down: AtomicBool,
 }
 
 /// A pool of worker threads running the tasks of many jobs.
@@ -239,7 +246,9 @@ impl Pool {
             lost: AtomicU64::new(0),
             yields: AtomicU64::new(0),
             slots: (0..threads).map(|_| WorkerSlot::default()).collect(),
-            remote_wake: tokio::sync::Notify::new(),
+            remote_work: tokio::sync::Notify::new(),
+            remote_police: tokio::sync::Notify::new(),
+            shutting_down: AtomicBool::new(false),
         });
         let handles = (0..threads)
             .map(|index| {
@@ -415,6 +424,7 @@ impl Pool {
         self.shared.refresh(&state);
         drop(state);
         self.shared.wake_all();
+        self.shared.remote_police.notify_waiters();
     }
 
     /// A snapshot of a job's progress.
@@ -508,12 +518,15 @@ impl Pool {
         let jobs: Vec<Arc<Job>> = {
             let mut state = self.shared.state.locked();
             state.shutdown = true;
+            self.shared.shutting_down.store(true, Ordering::SeqCst);
             state.jobs.values().map(|s| s.job.clone()).collect()
         };
         for job in jobs {
             self.cancel(&job, EndReason::Shutdown);
         }
         self.shared.wake_all();
+        self.shared.remote_work.notify_waiters();
+        self.shared.remote_police.notify_waiters();
     }
 
     /// Stops every job and joins the workers.
@@ -535,12 +548,19 @@ impl Drop for Pool {
 impl Shared {
     fn wake_one(&self) {
         self.work.notify_one();
-        self.remote_wake.notify_waiters();
+        self.wake_remote_one();
     }
 
     fn wake_all(&self) {
         self.work.notify_all();
-        self.remote_wake.notify_waiters();
+        self.wake_remote_one();
+    }
+
+    /// Wakes one remote session waiting for work, if a task is ready.
+    fn wake_remote_one(&self) {
+        if self.ready_jobs.load(Ordering::SeqCst) > 0 {
+            self.remote_work.notify_one();
+        }
     }
 
     /// The admission limit of a class of jobs.
@@ -576,7 +596,7 @@ impl Shared {
         if hungry && !was {
             // Remote runs learn of it only when asked: ask now, not at the
             // sessions' next look.
-            self.remote_wake.notify_waiters();
+            self.remote_police.notify_waiters();
         }
     }
 
@@ -945,7 +965,12 @@ impl Pool {
     pub(crate) fn take_remote(&self, lease: u64) -> Option<(Arc<Job>, Work, u64)> {
         let mut state = self.shared.state.locked();
         let (job, work) = Shared::pick(&mut state, true)?;
-        let spent = self.shared.spent_nodes(&state, &job);
+        // Only a node budget needs what the job spent (a sum over every
+        // running lease: not to be paid per lease otherwise).
+        let spent = match job.spec.max_nodes {
+            Some(_) => self.shared.spent_nodes(&state, &job),
+            None => 0,
+        };
         state.idle -= 1;
         state.remote_runs.insert(lease, (job.id, 0.0, 0));
         self.shared.refresh(&state);
@@ -992,6 +1017,25 @@ impl Pool {
         self.shared.wake_all();
     }
 
+    /// Books the settled end of a remote run, as [`Pool::end_remote_run`],
+    /// and frees its slot, under one lock: the pool is never seen hungry
+    /// between the two (which would wake every session to ask give-aways).
+    pub(crate) fn finish_remote_run(
+        &self,
+        lease: u64,
+        job: &Job,
+        stats: &Stats,
+        settlement: Settlement,
+    ) {
+        let mut state = self.shared.state.locked();
+        state.remote_runs.remove(&lease);
+        self.shared.book(&mut state, job, stats, settlement);
+        state.idle += 1;
+        self.shared.refresh(&state);
+        drop(state);
+        self.shared.wake_all();
+    }
+
     /// Queues a task a remote run gave away.
     pub(crate) fn remote_gave_away(&self, job: &Job, task: Task) {
         let mut state = self.shared.state.locked();
@@ -1014,7 +1058,7 @@ impl Pool {
 
     /// Whether the pool is shutting down (remote sessions then end).
     pub(crate) fn is_shutting_down(&self) -> bool {
-        self.shared.state.locked().shutdown
+        self.shared.shutting_down.load(Ordering::SeqCst)
     }
 
     /// Whether a slot is idle with no task to give it.
@@ -1029,10 +1073,26 @@ impl Pool {
         self.shared.others_waiting(job)
     }
 
-    /// Resolves when work may have become available or wanted; sessions
-    /// also look every few milliseconds, so a missed wake-up costs little.
-    pub(crate) async fn remote_wake(&self) {
-        self.shared.remote_wake.notified().await;
+    /// Resolves when a task may have become ready, for a session with an
+    /// idle slot; one session per event (see [`Pool::pass_remote_wake`]).
+    pub(crate) async fn remote_work(&self) {
+        self.shared.remote_work.notified().await;
+    }
+
+    /// A session that took a task and has no idle slot left passes the
+    /// wake-up on, if more tasks are ready: to two others, so that k tasks
+    /// queued at once reach k idle sessions in about log2(k) hops, not k
+    /// (each hop waits its turn in the runtime's queue).
+    pub(crate) fn pass_remote_wake(&self) {
+        self.shared.wake_remote_one();
+        self.shared.wake_remote_one();
+    }
+
+    /// Resolves when running leases may have to be asked something (a slot
+    /// went hungry, a snapshot is due, shutdown); sessions also look every
+    /// few milliseconds, so a missed wake-up costs little.
+    pub(crate) async fn remote_police(&self) {
+        self.shared.remote_police.notified().await;
     }
 }
 

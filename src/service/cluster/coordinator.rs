@@ -59,6 +59,9 @@ impl Default for ClusterConfig {
 /// How often a session looks at its leases' jobs (stopping, stalled,
 /// others waiting, idle workers elsewhere).
 const TICK: Duration = Duration::from_millis(20);
+/// How often a session with an idle slot looks for a task unasked: a
+/// safety net, since it is woken when one is queued.
+const IDLE_LOOK: Duration = Duration::from_millis(500);
 /// How long a remote run keeps its slot while another job waits. Longer
 /// than the local time slice: asking costs a round trip.
 const REMOTE_SLICE: Duration = Duration::from_millis(50);
@@ -243,6 +246,8 @@ struct Session {
     /// Digests of the problems the worker holds, least recently used first.
     problems: VecDeque<Vec<u8>>,
     draining: bool,
+    /// A lease was granted while none was held: the looks start over.
+    first_lease: bool,
     last_seen: Instant,
     last_give_ask: Instant,
     /// Leases named in reports that this session does not hold.
@@ -270,6 +275,7 @@ impl Session {
             leases: HashMap::new(),
             problems: VecDeque::new(),
             draining: false,
+            first_lease: false,
             last_seen: Instant::now(),
             last_give_ask: Instant::now()
                 .checked_sub(TICK)
@@ -290,12 +296,37 @@ impl Session {
         tracing::info!(worker = %self.id, name = %self.name, slots = self.slots, "worker joined");
         metrics::gauge!("xccd_remote_workers").increment(1.0);
         self.pool.remote_joined(self.slots);
+        // Only a session holding leases looks at them every tick; an idle
+        // one sleeps until work comes (sessions are woken one by one as
+        // tasks are queued, see `fill`) or its worker's silence would pass
+        // the lease timeout: a thousand idle workers cost next to nothing.
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut idle_look = tokio::time::interval(IDLE_LOOK);
+        idle_look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let silence = tokio::time::sleep(self.config.lease_timeout);
+        tokio::pin!(silence);
+        // Kept across turns of the loop: a session registers with the
+        // pool's notifier (shared by every session) once per wake-up, not
+        // once per message.
+        let pool = self.pool.clone();
+        let police = pool.remote_police();
+        tokio::pin!(police);
         let end = loop {
+            if self.pool.is_shutting_down() {
+                break End::Shutdown;
+            }
             if let Err(end) = self.fill().await {
                 break end;
             }
+            if std::mem::take(&mut self.first_lease) {
+                // A lease that ends within a tick is never looked at: with
+                // tiny leases, a thousand sessions would otherwise look 50
+                // times a second each.
+                tick.reset();
+            }
+            let holding = !self.leases.is_empty();
+            let wants_work = self.busy < self.slots && !self.draining;
             let step = tokio::select! {
                 message = inbound.next() => match message.transpose() {
                     Ok(Some(message)) => {
@@ -308,16 +339,22 @@ impl Session {
                     Ok(None) => Err(End::Closed),
                     Err(status) => Err(End::Broken(status)),
                 },
-                _ = tick.tick() => {
-                    if self.pool.is_shutting_down() {
-                        Err(End::Shutdown)
-                    } else if self.last_seen.elapsed() > self.config.lease_timeout {
+                () = &mut silence => {
+                    if self.last_seen.elapsed() > self.config.lease_timeout {
                         Err(End::Silent)
                     } else {
-                        self.police().await
+                        let deadline = self.last_seen + self.config.lease_timeout;
+                        silence.as_mut().reset(deadline + Duration::from_millis(1));
+                        Ok(())
                     }
                 }
-                () = self.pool.remote_wake() => self.police().await,
+                _ = tick.tick(), if holding => self.police().await,
+                () = self.pool.remote_work(), if wants_work => Ok(()),
+                _ = idle_look.tick(), if wants_work => Ok(()),
+                () = &mut police, if holding || self.draining => {
+                    police.set(pool.remote_police());
+                    self.police().await
+                }
                 () = self.tx.closed() => Err(End::Broken(Status::cancelled("the worker stopped reading"))),
             };
             if let Err(end) = step {
@@ -341,11 +378,13 @@ impl Session {
 
     /// Gives idle slots a task each, while the pool has ready ones.
     async fn fill(&mut self) -> Result<(), End> {
+        let mut took = false;
         while self.busy < self.slots && !self.draining {
             let id = self.next_lease.fetch_add(1, Ordering::SeqCst);
             let Some((job, work, spent_nodes)) = self.pool.take_remote(id) else {
                 return Ok(());
             };
+            took = true;
             self.busy += 1;
             let wire = job
                 .wire
@@ -372,6 +411,7 @@ impl Session {
                 engine: job.spec.engine.name().to_string(),
             };
             tracing::debug!(worker = %self.id, lease = id, job = job.id, level = work.task.level(), skip = work.skip, "lease granted");
+            self.first_lease |= self.leases.is_empty();
             self.leases.insert(
                 id,
                 Lease {
@@ -389,12 +429,19 @@ impl Session {
             );
             self.send(Out::Lease(message)).await?;
         }
+        if took {
+            // Full, and woken perhaps for more than it could take.
+            self.pool.pass_remote_wake();
+        }
         Ok(())
     }
 
     /// Marks a problem as the most recently used; false if the worker does
     /// not have it (it is then counted as sent).
     fn touch_problem(&mut self, digest: &[u8]) -> bool {
+        if self.problems.back().is_some_and(|d| d == digest) {
+            return true;
+        }
         let held = match self.problems.iter().position(|d| d == digest) {
             Some(at) => {
                 self.problems.remove(at);
@@ -645,13 +692,15 @@ impl Session {
         };
         let lease = self.leases.remove(&lease_ref.id).expect("held");
         self.busy -= 1;
-        self.pool.remote_slot_freed();
-        if !lease.revoked {
+        if lease.revoked {
+            // Booked when it was revoked.
+            self.pool.remote_slot_freed();
+        } else {
             if let Some(failure) = &settlement.failure {
                 tracing::warn!(worker = %self.id, name = %self.name, job = lease.job.id, error = failure.message(), "a remote run failed");
             }
             self.pool
-                .end_remote_run(lease_ref.id, &lease.job, &stats, settlement);
+                .finish_remote_run(lease_ref.id, &lease.job, &stats, settlement);
         }
         Ok(())
     }
@@ -660,19 +709,20 @@ impl Session {
     /// for checkpoints when a job's buffer is full or another job waits,
     /// and for a give-away when a slot somewhere is idle.
     async fn police(&mut self) -> Result<(), End> {
-        let ids: Vec<u64> = self.leases.keys().copied().collect();
+        // Decided over all the leases first, then sent: nothing is
+        // allocated when there is nothing to ask (most looks).
+        let mut asks: Vec<(u64, AskKind)> = Vec::new();
         let mut give_to = None;
-        for id in ids {
-            let lease = &self.leases[&id];
+        for (&id, lease) in self.leases.iter_mut() {
             if lease.revoked {
                 continue;
             }
-            let job = lease.job.clone();
+            let job = &lease.job;
             if job.is_stopping() {
-                self.leases.get_mut(&id).expect("present").revoked = true;
+                lease.revoked = true;
                 self.pool
-                    .end_remote_run(id, &job, &xcc::Stats::default(), Settlement::default());
-                self.ask(id, AskKind::Revoke).await?;
+                    .end_remote_run(id, job, &xcc::Stats::default(), Settlement::default());
+                asks.push((id, AskKind::Revoke));
                 continue;
             }
             if lease.progressed.elapsed() > self.config.stall_timeout {
@@ -680,17 +730,17 @@ impl Session {
                 metrics::counter!("xccd_stalled_leases_total").increment(1);
                 tracing::warn!(worker = %self.id, name = %self.name, lease = id, job = job.id, nodes = lease.nodes, "a lease made no progress: revoked, its task runs elsewhere");
                 let lost = lease.ledger.lose(self.pool.max_attempts());
-                self.leases.get_mut(&id).expect("present").revoked = true;
+                lease.revoked = true;
                 self.pool
-                    .end_remote_run(id, &job, &xcc::Stats::default(), lost);
-                self.ask(id, AskKind::Revoke).await?;
+                    .end_remote_run(id, job, &xcc::Stats::default(), lost);
+                asks.push((id, AskKind::Revoke));
                 continue;
             }
             let stalled = job.snapshot_due() || job.output.as_ref().is_some_and(|o| o.is_stalled());
             let slice_over =
-                lease.started.elapsed() >= REMOTE_SLICE && self.pool.others_waiting(&job);
+                lease.started.elapsed() >= REMOTE_SLICE && self.pool.others_waiting(job);
             if (stalled || slice_over) && lease.asked != AskKind::Checkpoint {
-                self.ask(id, AskKind::Checkpoint).await?;
+                asks.push((id, AskKind::Checkpoint));
                 continue;
             }
             if lease.asked == AskKind::Unspecified || lease.asked == AskKind::GiveAway {
@@ -699,6 +749,9 @@ impl Session {
                     give_to = Some((id, lease.started));
                 }
             }
+        }
+        for (id, kind) in asks {
+            self.ask(id, kind).await?;
         }
         if let Some((id, _)) = give_to {
             if self.pool.is_hungry() && self.last_give_ask.elapsed() >= TICK {

@@ -37,6 +37,7 @@
 
 pub mod coordinator;
 pub mod proto;
+pub mod sim;
 pub mod worker;
 
 pub use coordinator::{ClusterConfig, CoordinatorApi};
