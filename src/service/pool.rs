@@ -1010,11 +1010,24 @@ impl Pool {
         stats: &Stats,
         settlement: Settlement,
     ) {
+        let state = self.book_remote_run(lease, job, stats, settlement);
+        drop(state);
+        self.shared.wake_all();
+    }
+
+    /// Forgets remote run `lease` and books its end; the pool's lock, still
+    /// held, for whatever else must happen under it.
+    fn book_remote_run(
+        &self,
+        lease: u64,
+        job: &Job,
+        stats: &Stats,
+        settlement: Settlement,
+    ) -> MutexGuard<'_, State> {
         let mut state = self.shared.state.locked();
         state.remote_runs.remove(&lease);
         self.shared.book(&mut state, job, stats, settlement);
-        drop(state);
-        self.shared.wake_all();
+        state
     }
 
     /// Books the settled end of a remote run, as [`Pool::end_remote_run`],
@@ -1027,9 +1040,7 @@ impl Pool {
         stats: &Stats,
         settlement: Settlement,
     ) {
-        let mut state = self.shared.state.locked();
-        state.remote_runs.remove(&lease);
-        self.shared.book(&mut state, job, stats, settlement);
+        let mut state = self.book_remote_run(lease, job, stats, settlement);
         state.idle += 1;
         self.shared.refresh(&state);
         drop(state);
