@@ -117,6 +117,17 @@ unsafe fn hide_options<const COLORS: bool, const CHECK: bool>(
     let end = c + *set.add(c as usize - 1);
     for rr in c..end {
         let tt = *set.add(rr as usize);
+        #[cfg(target_arch = "x86_64")]
+        if !COLORS && rr + 1 < end {
+            // The next option's cells: their loads start the next chain of
+            // dependent loads, so fetch them while this option is walked
+            // (pent6x10 2-7 % faster; with colors, where many options are
+            // skipped unwalked, MacMahon's squares went 6 % slower).
+            let next = *set.add(rr as usize + 1);
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                nd.add(next as usize + 1).cast::<i8>(),
+            );
+        }
         if COLORS && color != 0 && *clr.add(tt as usize) == color {
             continue;
         }
