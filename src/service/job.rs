@@ -226,12 +226,20 @@ impl Output {
     pub fn pop(&self) -> Option<Event> {
         let mut q = self.queue.locked();
         let event = q.pop_front();
-        let roomy = q.len() <= self.capacity / 2;
+        let left = q.len();
         drop(q);
-        if event.is_some() && roomy && self.stalled.swap(false, Ordering::SeqCst) {
-            (self.on_room)();
+        if event.is_some() {
+            self.taken(left);
         }
         event
+    }
+
+    /// After the consumer took something, `left` events waiting: once the
+    /// buffer is half empty, a stalled job may run again.
+    fn taken(&self, left: usize) {
+        if left <= self.capacity / 2 && self.stalled.swap(false, Ordering::SeqCst) {
+            (self.on_room)();
+        }
     }
 
     /// Appends to `batch` the solution batches waiting at the front of the
@@ -251,10 +259,10 @@ impl Output {
                 took = true;
             }
         }
-        let roomy = q.len() <= self.capacity / 2;
+        let left = q.len();
         drop(q);
-        if took && roomy && self.stalled.swap(false, Ordering::SeqCst) {
-            (self.on_room)();
+        if took {
+            self.taken(left);
         }
     }
 

@@ -239,6 +239,30 @@ unsafe fn hide_secondary<const COLORS: bool>(
     hide_options::<COLORS, true>(arrays, limits, c, color, force)
 }
 
+/// `pos(x)`.
+///
+/// # Safety
+/// `x` is an item of `set`.
+#[inline(always)]
+unsafe fn pos_before(set: *const u32, x: u32) -> u32 {
+    *set.add(x as usize - 2)
+}
+
+/// Moves item `x`, at position `px` of the active list, to position `p`,
+/// and the item at `p` to `px` (SSXCC's swap of an item out of the active
+/// list, with `p` the last active position).
+///
+/// # Safety
+/// `x` is an item of `set` at position `px`; `p` is a position of `item`.
+#[inline(always)]
+unsafe fn swap_in_active_list(set: *mut u32, item: *mut u32, x: u32, px: u32, p: u32) {
+    let other = *item.add(p as usize);
+    *item.add(p as usize) = x;
+    *item.add(px as usize) = other;
+    *set.add(other as usize - 2) = px;
+    *set.add(x as usize - 2) = p;
+}
+
 /// The body of [`Cells::try_option`] (SSXCC's steps that cover an option),
 /// with the active count and the update counter in registers: swaps the
 /// option's items out of the active list, then hides their conflicting
@@ -269,14 +293,10 @@ unsafe fn cover_option<const COLORS: bool>(
             continue;
         }
         let c = c as u32;
-        let pc = *set.add(c as usize - 2);
+        let pc = pos_before(set, c);
         if pc < p {
             p -= 1;
-            let other = *item.add(p as usize);
-            *item.add(p as usize) = c;
-            *item.add(pc as usize) = other;
-            *set.add(other as usize - 2) = pc;
-            *set.add(c as usize - 2) = p;
+            swap_in_active_list(set, item, c, pc, p);
             updates += 1;
         }
         q += 1;
@@ -515,15 +535,7 @@ impl Cells {
         debug_assert!(last >= 1 && last <= self.items && self.position(x) < last);
         // SAFETY: `x` and `item[..]` are items, `last - 1` and `pos(x)` are
         // positions of the active list.
-        unsafe {
-            let p = (last - 1) as usize;
-            let pp = *set.add(x as usize - 2);
-            let other = *item.add(p);
-            *item.add(p) = x;
-            *item.add(pp as usize) = other;
-            *set.add(other as usize - 2) = pp;
-            *set.add(x as usize - 2) = p as u32;
-        }
+        unsafe { swap_in_active_list(set, item, x, pos_before(set, x), last - 1) };
         self.updates += 1;
     }
 

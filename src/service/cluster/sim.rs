@@ -207,17 +207,8 @@ fn run_lease(
     let task: xcc::Task = lease.task.clone().unwrap_or_default().into();
     let budget = budget.max(1);
     let spec = RunSpec {
-        skip: lease.skip,
-        limit: lease.limit,
-        max_nodes: lease.max_nodes,
-        want_solutions: lease.want_solutions,
-        batch_size: if lease.want_solutions {
-            (lease.batch_size as usize).clamp(1, 4096)
-        } else {
-            usize::MAX
-        },
         poll_interval: budget,
-        ..RunSpec::default()
+        ..super::worker::lease_spec(lease)
     };
     let mut port = SimPort {
         lease: lease.lease,

@@ -443,6 +443,24 @@ async fn session(
     }
 }
 
+/// What a lease asks of its run (skip, limits, delivery), bounded where
+/// the coordinator's number could be anything (the batch size); the caller
+/// adds how the run polls and flushes.
+pub(super) fn lease_spec(lease: &pb::Lease) -> RunSpec {
+    RunSpec {
+        skip: lease.skip,
+        limit: lease.limit,
+        max_nodes: lease.max_nodes,
+        want_solutions: lease.want_solutions,
+        batch_size: if lease.want_solutions {
+            (lease.batch_size as usize).clamp(1, 4096)
+        } else {
+            usize::MAX
+        },
+        ..RunSpec::default()
+    }
+}
+
 /// Runs one leased task to its end and says how it ended. Solutions and
 /// give-aways go out as they happen.
 fn run_lease(
@@ -475,21 +493,12 @@ fn run_lease(
         }
     };
     let spec = RunSpec {
-        skip: lease.skip,
-        limit: lease.limit,
-        max_nodes: lease.max_nodes,
-        want_solutions: lease.want_solutions,
-        batch_size: if lease.want_solutions {
-            (lease.batch_size as usize).clamp(1, 4096)
-        } else {
-            usize::MAX
-        },
         max_delay: FLUSH_EVERY,
         poll_interval: match lease.poll_nodes {
             0 => POLL_NODES,
             n => n.min(MAX_POLL_NODES),
         },
-        ..RunSpec::default()
+        ..lease_spec(lease)
     };
     let mut port = RemotePort {
         lease: lease.lease,
