@@ -21,6 +21,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         out.join("xccd_descriptor.bin"),
         prost::Message::encode_to_vec(&public),
     )?;
-    tonic_prost_build::configure().compile_fds(descriptors)?;
+    tonic_prost_build::configure()
+        // A stream's packed solutions: the server hands its solution buffer
+        // over without a copy, and a client decodes them without one.
+        .bytes(".xccd.v1.SolutionBatch.packed_indices")
+        .compile_fds(descriptors)?;
     Ok(())
 }

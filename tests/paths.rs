@@ -202,7 +202,7 @@ async fn pool(case: &Case, encoded: &Arc<dyn Encoded>, threads: usize) -> Vec<St
         loop {
             match job.next_event().await {
                 Event::Solutions(batch) => {
-                    for solution in batch {
+                    for solution in &batch {
                         let options: Vec<usize> = solution.iter().map(|&o| o as usize).collect();
                         grids.push(encoded.decode(&options));
                     }

@@ -31,10 +31,11 @@ use std::time::{Duration, Instant};
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status, Streaming};
 use xccd::service::grpc::ApiConfig;
+use xccd::service::job::Event as JobEvent;
 use xccd::service::proto as pb;
 use xccd::service::server::{start, RunningServer, ServeConfig};
-use xccd::service::PoolConfig;
-use xccd::xcc::{dlx_format, Collect, Problem, RunConfig, Solver, Task};
+use xccd::service::{Delivery, JobSpec, Pool, PoolConfig};
+use xccd::xcc::{dlx_format, Collect, Engine, Problem, RunConfig, Solver, Task};
 
 use pb::enumerate_response::Event;
 
@@ -2145,6 +2146,105 @@ async fn packed_solutions_are_the_same_solutions() {
         Code::InvalidArgument,
         &["packed_solutions"],
     );
+    within("shutdown", STEP, server.shutdown()).await.unwrap();
+}
+
+/// With one worker the solutions come in the search's own order, in every
+/// form and batch size: a run's batches, the job's buffer (kept small here,
+/// so that runs are refused and checkpoint) and the coalescing of waiting
+/// batches into messages keep each solution whole and in its place. On the
+/// links engine: a checkpointed run's remaining work, run again from the
+/// root, meets its alternatives in the order it would have (dancing links
+/// restore their lists exactly), while the cells engine's sets may come
+/// back permuted, which reorders the solutions of the rest (the same
+/// solutions, the same on every run of a task).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_worker_streams_the_search_order() {
+    let _serial = SERIAL.lock().await;
+    let mut one_thread = config(4);
+    one_thread.pool.threads = 1;
+    let server = serve(one_thread).await;
+    let mut client = connect(server.addr).await;
+    for name in ["latin4", "queens8", "color_torus4x4w2x2"] {
+        let text = instance(name);
+        let problem = Arc::new(parse(&text));
+        let expected = {
+            let problem = problem.clone();
+            tokio::task::spawn_blocking(move || {
+                let mut collect = Collect::default();
+                Solver::with_engine(&problem, Engine::Links)
+                    .expect("links solve everything")
+                    .run(&Task::root(), &RunConfig::default(), &mut collect)
+                    .expect("the root task is valid");
+                collect
+                    .solutions
+                    .iter()
+                    .map(|s| s.iter().map(|&o| o as u32).collect::<Vec<u32>>())
+                    .collect::<Vec<_>>()
+            })
+            .await
+            .unwrap()
+        };
+        assert!(expected.len() > 20, "{name}: too few solutions to tell");
+        let pool = Pool::new(PoolConfig {
+            threads: 1,
+            max_jobs: 1,
+            ..PoolConfig::default()
+        });
+        let job = pool
+            .submit(
+                problem.clone(),
+                JobSpec {
+                    delivery: Delivery::Stream {
+                        buffer_batches: 2,
+                        batch_size: 7,
+                    },
+                    engine: Engine::Links,
+                    ..JobSpec::default()
+                },
+            )
+            .expect("the pool takes the job");
+        // The buffer fills meanwhile: the run is refused and checkpoints.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut got: Vec<Vec<u32>> = Vec::new();
+        loop {
+            match within("the pool's next event", STEP, job.next_event()).await {
+                JobEvent::Solutions(batch) => {
+                    let n = batch.len();
+                    assert!((1..=7).contains(&n), "{name}: a batch of {n}");
+                    got.extend(batch.iter().map(<[u32]>::to_vec));
+                }
+                JobEvent::Snapshot(_) => {}
+                JobEvent::Done(_) => break,
+            }
+        }
+        assert!(
+            got == expected,
+            "{name}: the pool's order is not the search's"
+        );
+        for packed_solutions in [false, true] {
+            for batch_size in [1, 7, 0] {
+                let ev = enumerate_all(
+                    &mut client,
+                    pb::EnumerateRequest {
+                        problem: dlx(&text),
+                        packed_solutions,
+                        batch_size,
+                        engine: pb::Engine::Links as i32,
+                        ..Default::default()
+                    },
+                )
+                .await
+                .unwrap();
+                let got: Vec<Vec<u32>> = ev.solutions.iter().map(indices).collect();
+                assert!(
+                    got == expected,
+                    "{name}, packed {packed_solutions}, batch_size {batch_size}: not the \
+                     search's order"
+                );
+            }
+        }
+    }
     within("shutdown", STEP, server.shutdown()).await.unwrap();
 }
 

@@ -1701,8 +1701,10 @@ impl Port for Flaky<'_> {
             .found(batch.first, batch.count)
             .expect("a run reports in order");
         self.delivered.extend(
-            batch.solutions[known as usize..]
+            batch
+                .solutions
                 .iter()
+                .skip(known as usize)
                 .map(|s| s.iter().map(|&o| o as usize).collect::<Sol>()),
         );
         Taken::All

@@ -75,11 +75,11 @@ pub fn on_pool(
             tokio::select! {
                 event = job.next_event() => match event {
                     Event::Solutions(batch) => {
-                        for solution in batch {
+                        for solution in &batch {
                             if write_error.is_some() {
                                 break;
                             }
-                            if let Err(e) = each(&solution) {
+                            if let Err(e) = each(solution) {
                                 write_error = Some(e);
                                 pool.cancel(&job, EndReason::Cancelled);
                             }

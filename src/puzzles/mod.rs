@@ -106,7 +106,7 @@ pub fn solve(encoded: &dyn Encoded, limit: Option<u64>, keep: usize) -> Solution
     }
     impl Port for Keep<'_> {
         fn deliver(&mut self, batch: Batch, _force: bool) -> Taken {
-            for solution in batch.solutions {
+            for solution in &batch.solutions {
                 if self.grids.len() >= self.keep {
                     break;
                 }

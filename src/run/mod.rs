@@ -30,6 +30,7 @@ mod condition;
 mod ledger;
 mod region;
 mod runner;
+mod solutions;
 
 pub use condition::SideCondition;
 pub use ledger::{verify_solution, Failure, Ledger, LedgerError, Settlement, Work};
@@ -37,6 +38,7 @@ pub use region::{check_task, Region};
 pub use runner::{
     run_root, run_task, Batch, Control, Port, RunEnd, RunReport, RunSpec, Stop, Taken,
 };
+pub use solutions::Solutions;
 
 /// One solution as it travels: the chosen option indices, ascending.
 pub type SolutionIndices = Vec<u32>;

@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{SideCondition, SolutionIndices};
+use super::{SideCondition, Solutions};
 use crate::xcc::{
     Engine, Flow, Problem, ProgressView, Request, RunConfig, SolutionView, Solver, Stats, Status,
     Task, Visitor,
@@ -63,7 +63,7 @@ pub struct Batch {
     /// How many solutions the batch stands for.
     pub count: u64,
     /// Their options, when the run delivers them (else empty).
-    pub solutions: Vec<SolutionIndices>,
+    pub solutions: Solutions,
 }
 
 /// What a port did with a batch.
@@ -186,6 +186,7 @@ pub fn run_task<P: Port>(
         found: 0,
         delivered: 0,
         batch: Batch::default(),
+        last_length: 0,
         last_delivery: Instant::now(),
         refused: false,
         checkpoint_asked: false,
@@ -260,6 +261,9 @@ fn panic_text(payload: &(dyn Any + Send)) -> String {
         .unwrap_or_else(|| "(no message)".to_string())
 }
 
+/// The most solutions a new batch reserves room for.
+const MAX_BATCH_RESERVE: usize = 4096;
+
 /// The engine's visitor for one run.
 struct Driver<'a, P: Port> {
     port: &'a mut P,
@@ -274,6 +278,8 @@ struct Driver<'a, P: Port> {
     delivered: u64,
     /// Found, not yet taken.
     batch: Batch,
+    /// Indices in the last solution: the room a new batch reserves.
+    last_length: usize,
     last_delivery: Instant,
     /// The port had no room for the batch.
     refused: bool,
@@ -366,12 +372,20 @@ impl<P: Port> Visitor for Driver<'_, P> {
         }
         self.batch.count += 1;
         if self.spec.want_solutions {
-            if self.condition.is_none() {
-                solution.options_into(&mut self.options);
+            let solutions = &mut self.batch.solutions;
+            if solutions.is_empty() {
+                // One allocation a batch (they are delivered at batch_size).
+                let room = self.batch_size.min(MAX_BATCH_RESERVE);
+                solutions.reserve(room, room * self.last_length);
             }
-            self.batch
-                .solutions
-                .push(self.options.iter().map(|&o| o as u32).collect());
+            match self.condition {
+                // Checked above: the options are in `options` already.
+                Some(_) => solutions.push_with(|out| {
+                    out.extend(self.options.iter().map(|&o| o as u32));
+                }),
+                None => solutions.push_with(|out| solution.append_options(out)),
+            }
+            self.last_length = solutions.lengths().last().map_or(0, |&l| l as usize);
         }
         if self
             .spec

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tonic::Status;
 
-use super::job::{EndReason, Progress, SolutionIndices, Summary};
+use super::job::{EndReason, Progress, Solutions, Summary};
 use super::proto as pb;
 use super::status;
 use crate::run::Failure;
@@ -184,24 +184,44 @@ fn entry_of_error(error: &ProblemError, option: &pb::ProblemOption) -> Option<us
     option.entries.iter().position(|e| &e.item == name)
 }
 
-/// A batch of solutions in SolutionBatch's packed form.
-pub fn packed_solutions(batch: &[SolutionIndices]) -> pb::SolutionBatch {
-    let mut packed_indices = Vec::with_capacity(4 * batch.iter().map(Vec::len).sum::<usize>());
-    let mut packed_lengths = Vec::with_capacity(batch.len());
-    for solution in batch {
-        packed_indices.extend(solution.iter().flat_map(|o| o.to_le_bytes()));
-        packed_lengths.push(solution.len() as u32);
-    }
+/// A batch of solutions in SolutionBatch's packed form: the batch's buffers
+/// become the message's fields as they are (on a little-endian machine; a
+/// big-endian one copies the indices once).
+pub fn packed_solutions(batch: Solutions) -> pb::SolutionBatch {
+    let (indices, lengths) = batch.into_parts();
     pb::SolutionBatch {
         solutions: Vec::new(),
-        packed_indices,
-        packed_lengths,
+        packed_indices: little_endian(indices),
+        packed_lengths: lengths,
     }
 }
 
-pub fn solution(problem: &Problem, indices: &SolutionIndices, with_text: bool) -> pb::Solution {
+/// `u32`s as little-endian bytes.
+fn little_endian(words: Vec<u32>) -> prost::bytes::Bytes {
+    /// A vector of `u32`s seen as its bytes, which on a little-endian
+    /// machine are the little-endian bytes of its values.
+    #[cfg(target_endian = "little")]
+    struct AsBytes(Vec<u32>);
+    #[cfg(target_endian = "little")]
+    impl AsRef<[u8]> for AsBytes {
+        fn as_ref(&self) -> &[u8] {
+            let words = &self.0;
+            // SAFETY: the bytes of the vector's initialized elements, which
+            // stay put while the vector lives and is not changed (it is
+            // owned here and never mutated); u32 has no padding and u8 no
+            // alignment.
+            unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 4) }
+        }
+    }
+    #[cfg(target_endian = "little")]
+    return prost::bytes::Bytes::from_owner(AsBytes(words));
+    #[cfg(not(target_endian = "little"))]
+    return words.iter().flat_map(|w| w.to_le_bytes()).collect();
+}
+
+pub fn solution(problem: &Problem, indices: &[u32], with_text: bool) -> pb::Solution {
     pb::Solution {
-        option_indices: indices.clone(),
+        option_indices: indices.to_vec(),
         option_texts: if with_text {
             indices
                 .iter()

@@ -23,7 +23,7 @@ use super::convert::{self, ProblemLimits};
 use super::durable::{self, Durability};
 use super::estimate::Estimator;
 use super::job::JobId;
-use super::job::{Class, Delivery, EndReason, Event, Job, JobSpec, SolutionIndices};
+use super::job::{Class, Delivery, EndReason, Event, Job, JobSpec, Solutions};
 use super::jobs::{self, format_id, parse_id, Entry, JobRegistry, Record};
 use super::pool::{Pool, SubmitError};
 use super::proto as pb;
@@ -795,7 +795,7 @@ impl StoredWatch {
 /// EnumeratePuzzle's): how a batch, a progress event and the summary go out.
 pub(super) trait StreamEvents: Send + 'static {
     type Message: Send + 'static;
-    fn solutions(&self, batch: &[SolutionIndices]) -> Self::Message;
+    fn solutions(&self, batch: Solutions) -> Self::Message;
     fn progress(&self, progress: pb::Progress) -> Self::Message;
     fn summary(&self, summary: pb::Summary) -> Self::Message;
 }
@@ -810,7 +810,7 @@ struct ProblemEvents {
 
 impl StreamEvents for ProblemEvents {
     type Message = pb::EnumerateResponse;
-    fn solutions(&self, batch: &[SolutionIndices]) -> Self::Message {
+    fn solutions(&self, batch: Solutions) -> Self::Message {
         use pb::enumerate_response::Event as E;
         let batch = if self.packed {
             convert::packed_solutions(batch)
@@ -889,7 +889,7 @@ impl<E: StreamEvents> Pump<E> {
                 event = self.job.next_event() => match event {
                     Event::Solutions(mut batch) => {
                         self.job.take_more_solutions(&mut batch);
-                        self.events.solutions(&batch)
+                        self.events.solutions(batch)
                     }
                     // Only durable jobs take snapshots, and no call streams them.
                     Event::Snapshot(_) => continue,

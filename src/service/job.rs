@@ -13,7 +13,7 @@ use super::store::Snapshot;
 use super::sync::Locked;
 use crate::puzzles::Puzzle;
 use crate::run::{Batch, Failure, RunSpec, SideCondition, Taken};
-pub use crate::run::{SolutionIndices, Work};
+pub use crate::run::{SolutionIndices, Solutions, Work};
 use crate::xcc::{Engine, Problem, Solver, Stats};
 
 pub type JobId = u64;
@@ -126,7 +126,7 @@ pub enum Delivery {
 /// What a streaming consumer receives.
 #[derive(Debug)]
 pub enum Event {
-    Solutions(Vec<SolutionIndices>),
+    Solutions(Solutions),
     /// A consistent cut of a durable job, for the store (see
     /// [`crate::service::store`]); after every solution delivered before it.
     Snapshot(Snapshot),
@@ -247,15 +247,15 @@ impl Output {
     /// slower than the workers then sends fewer, fuller messages (workers
     /// deliver a batch at every split and task end, often well short of the
     /// batch size).
-    pub fn take_more_solutions(&self, batch: &mut Vec<SolutionIndices>, max: usize) {
+    pub fn take_more_solutions(&self, batch: &mut Solutions, max: usize) {
         let mut q = self.queue.locked();
         let mut took = false;
         while let Some(Event::Solutions(next)) = q.front() {
             if batch.len() + next.len() > max {
                 break;
             }
-            if let Some(Event::Solutions(next)) = q.pop_front() {
-                batch.extend(next);
+            if let Some(Event::Solutions(mut next)) = q.pop_front() {
+                batch.append(&mut next);
                 took = true;
             }
         }
@@ -465,7 +465,7 @@ impl Job {
         match self.spec.delivery {
             Delivery::CountOnly => {}
             Delivery::Keep { .. } => {
-                for solution in solutions {
+                for solution in &solutions {
                     self.keep(solution);
                 }
             }
@@ -554,11 +554,11 @@ impl Job {
     }
 
     /// Records a kept solution (Delivery::Keep).
-    pub fn keep(&self, solution: SolutionIndices) {
+    pub fn keep(&self, solution: &[u32]) {
         if let Delivery::Keep { keep } = self.spec.delivery {
             let mut kept = self.kept.locked();
             if kept.len() < keep {
-                kept.push(solution);
+                kept.push(solution.to_vec());
                 drop(kept);
                 self.kept_notify.notify_waiters();
             }
@@ -639,7 +639,7 @@ impl Job {
 
     /// Fills `batch`, a batch just taken from [`Job::next_event`], with the
     /// solution batches already waiting, up to the job's batch size.
-    pub fn take_more_solutions(&self, batch: &mut Vec<SolutionIndices>) {
+    pub fn take_more_solutions(&self, batch: &mut Solutions) {
         if let (Some(output), Delivery::Stream { batch_size, .. }) =
             (&self.output, &self.spec.delivery)
         {

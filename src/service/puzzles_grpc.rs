@@ -11,7 +11,7 @@ use tonic::{Request, Response, Status};
 use super::callers::Caller;
 use super::convert;
 use super::grpc::{refused, CancelOnDrop, EventStream, Pump, StreamEvents};
-use super::job::{Class, Delivery, EndReason, Job, JobSpec, SolutionIndices};
+use super::job::{Class, Delivery, EndReason, Job, JobSpec, Solutions};
 use super::pool::Pool;
 use super::proto as pb;
 use super::proto::puzzle_service_server::PuzzleService;
@@ -358,7 +358,7 @@ struct PuzzleEvents(Arc<dyn Encoded>);
 
 impl StreamEvents for PuzzleEvents {
     type Message = pb::EnumeratePuzzleResponse;
-    fn solutions(&self, batch: &[SolutionIndices]) -> Self::Message {
+    fn solutions(&self, batch: Solutions) -> Self::Message {
         use pb::enumerate_puzzle_response::Event as E;
         let solutions = batch.iter().map(|s| solution(&*self.0, s)).collect();
         pb::EnumeratePuzzleResponse {

@@ -23,7 +23,7 @@ use super::proto::{
     self as pb, coordinator_message::Kind as Out, coordinator_server, worker_message::Kind as In,
     AskKind,
 };
-use crate::run::{check_task, Batch, Ledger, Region, Settlement};
+use crate::run::{check_task, Batch, Ledger, Region, Settlement, Solutions};
 use crate::service::credentials::WorkerToken;
 use crate::service::job::{EndReason, Job};
 use crate::service::pool::Pool;
@@ -571,7 +571,7 @@ impl Session {
             )));
         }
         let job = lease.job.clone();
-        let solutions: Vec<Vec<u32>> = found.solutions.into_iter().map(|s| s.indices).collect();
+        let mut solutions: Solutions = found.solutions.iter().map(|s| &s.indices).collect();
         if !solutions.is_empty() {
             let mut verifier = xcc::problem::Verifier::new(&job.problem);
             for (k, options) in solutions.iter().enumerate() {
@@ -625,8 +625,7 @@ impl Session {
         if fresh == 0 {
             return Ok(());
         }
-        let mut solutions = solutions;
-        solutions.drain(..solutions.len().min(known as usize));
+        let solutions = solutions.split_off(known as usize);
         // Already found: taken over the stream buffer's capacity, which then
         // stalls the job until its consumer has made room (see `police`).
         job.deliver(

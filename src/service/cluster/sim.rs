@@ -247,8 +247,10 @@ impl Port for SimPort<'_> {
             count: batch.count,
             solutions: batch
                 .solutions
-                .into_iter()
-                .map(|indices| pb::Options { indices })
+                .iter()
+                .map(|indices| pb::Options {
+                    indices: indices.to_vec(),
+                })
                 .collect(),
         }));
         Taken::All

@@ -546,8 +546,10 @@ impl Port for RemotePort<'_> {
             count: batch.count,
             solutions: batch
                 .solutions
-                .into_iter()
-                .map(|indices| pb::Options { indices })
+                .iter()
+                .map(|indices| pb::Options {
+                    indices: indices.to_vec(),
+                })
                 .collect(),
         }));
         if self.disconnected {

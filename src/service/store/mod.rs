@@ -17,7 +17,7 @@ pub mod sqlite;
 
 use serde::{Deserialize, Serialize};
 
-use super::job::{JobId, SolutionIndices, Work};
+use super::job::{JobId, SolutionIndices, Solutions, Work};
 use crate::xcc::{Engine, Stats, Task};
 
 pub use sqlite::SqliteStore;
@@ -137,10 +137,7 @@ pub struct NewJob {
 #[derive(Debug, Clone)]
 pub enum Write {
     /// Solutions found, the first of them with index `first` in the job.
-    Solutions {
-        first: u64,
-        solutions: Vec<SolutionIndices>,
-    },
+    Solutions { first: u64, solutions: Solutions },
     /// A snapshot, which commits the solutions before it.
     Snapshot(Snapshot),
     /// The job ended; `message` is its final `xccd.v1.Job` (encoded).
