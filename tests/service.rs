@@ -2149,6 +2149,51 @@ async fn packed_solutions_are_the_same_solutions() {
     within("shutdown", STEP, server.shutdown()).await.unwrap();
 }
 
+/// A packed stream's default batch is 4096 solutions (latin5's are short),
+/// and runs fill their batches rather than sending one at every poll: a
+/// stream of latin5's 161,280 solutions takes a few dozen messages, where
+/// the form with one message per solution keeps the default of 256.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packed_streams_default_to_full_batches_of_4096() {
+    let _serial = SERIAL.lock().await;
+    let server = serve(config(4)).await;
+    let mut client = connect(server.addr).await;
+    let ev = enumerate_all(
+        &mut client,
+        pb::EnumerateRequest {
+            problem: dlx(&instance("latin5")),
+            packed_solutions: true,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(ev.solutions.len() as u64, known("latin5"));
+    let largest = ev.batches.iter().copied().max().unwrap_or(0);
+    assert!(
+        largest > 256 && largest <= 4096,
+        "largest packed batch {largest}"
+    );
+    // About 50 on an idle machine; a batch at every poll made 600 or more.
+    assert!(
+        ev.batches.len() < 300,
+        "{} packed batches",
+        ev.batches.len()
+    );
+    let ev = enumerate_all(
+        &mut client,
+        pb::EnumerateRequest {
+            problem: dlx(&instance("latin5")),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(ev.solutions.len() as u64, known("latin5"));
+    assert!(ev.batches.iter().all(|&b| b <= 256), "{:?}", ev.batches);
+    within("shutdown", STEP, server.shutdown()).await.unwrap();
+}
+
 /// With one worker the solutions come in the search's own order, in every
 /// form and batch size: a run's batches, the job's buffer (kept small here,
 /// so that runs are refused and checkpoint) and the coalescing of waiting

@@ -42,6 +42,10 @@ pub struct ApiConfig {
     /// Solution batches buffered per streaming call.
     pub buffer_batches: usize,
     pub default_batch_size: usize,
+    /// The default batch of a packed stream (`packed_solutions`), for
+    /// problems whose solutions are short enough (see
+    /// [`ApiConfig::packed_batch_size`]).
+    pub default_packed_batch_size: usize,
     /// Most solutions per batch a request may ask for.
     pub max_batch_size: usize,
     /// Kept solutions of a submitted job when the request says 0.
@@ -56,6 +60,7 @@ impl Default for ApiConfig {
             max_solve_limit: 100_000,
             buffer_batches: 8,
             default_batch_size: 256,
+            default_packed_batch_size: 4096,
             max_batch_size: 65_536,
             default_keep: 100,
             max_keep: 100_000,
@@ -63,7 +68,21 @@ impl Default for ApiConfig {
     }
 }
 
+/// Most option indices in a packed batch by default: 2 MiB, half of the
+/// largest message gRPC clients take unless told otherwise.
+const PACKED_BATCH_INDICES: usize = 1 << 19;
+
 impl ApiConfig {
+    /// The default batch of a packed stream of `problem`'s solutions:
+    /// `default_packed_batch_size`, or fewer when its solutions can be so
+    /// long that a batch would hold over [`PACKED_BATCH_INDICES`] indices;
+    /// never fewer than `default_batch_size`.
+    pub fn packed_batch_size(&self, problem: &Problem) -> usize {
+        let fit = PACKED_BATCH_INDICES / problem.max_solution_len().max(1);
+        fit.min(self.default_packed_batch_size)
+            .max(self.default_batch_size)
+    }
+
     /// The limits of a puzzle's encoding: a problem's limits, and the work
     /// of building it.
     pub fn puzzle_limits(&self) -> crate::puzzles::EncodingLimits {
@@ -275,12 +294,9 @@ impl SolverService for SolverApi {
         let req = request.into_inner();
         let interval =
             convert::interval("progress_interval_seconds", req.progress_interval_seconds)?;
-        let batch_size = status::count(
-            "batch_size",
-            req.batch_size,
-            self.config.default_batch_size,
-            self.config.max_batch_size,
-        )?;
+        // 0 for the default, which depends on the form and the problem.
+        let batch_size =
+            status::count("batch_size", req.batch_size, 0, self.config.max_batch_size)?;
         if req.packed_solutions && req.include_option_text {
             return Err(status::invalid(
                 "packed_solutions: the packed form has no option text; ask for one or the other",
@@ -288,6 +304,11 @@ impl SolverService for SolverApi {
         }
         let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
         let engine = convert::engine(req.engine, &problem)?;
+        let batch_size = match batch_size {
+            0 if req.packed_solutions => self.config.packed_batch_size(&problem),
+            0 => self.config.default_batch_size,
+            n => n,
+        };
         let delivery = if req.count_only {
             Delivery::CountOnly
         } else {
@@ -1058,5 +1079,27 @@ async fn watch(
             () = tx.closed() => return,
             () = job.changed(next_progress.saturating_duration_since(Instant::now())) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A problem whose solutions can have `n` options (`n` primary items).
+    fn primary_items(n: usize) -> Problem {
+        let items: Vec<String> = (0..n).map(|i| format!("i{i}")).collect();
+        crate::xcc::dlx_format::parse(&format!("{}\n{}\n", items.join(" "), items.join(" ")))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_packed_batch_stays_within_its_indices_by_default() {
+        let config = ApiConfig::default();
+        // latin5's solutions can have 75 options: the full default.
+        assert_eq!(config.packed_batch_size(&primary_items(75)), 4096);
+        assert_eq!(config.packed_batch_size(&primary_items(1024)), 512);
+        // Never below the default of the other form.
+        assert_eq!(config.packed_batch_size(&primary_items(10_000)), 256);
     }
 }

@@ -20,6 +20,12 @@ pub type JobId = u64;
 
 /// How long a durable job's run may hold found solutions for a full batch.
 const DURABLE_BATCH_DELAY: Duration = Duration::from_millis(50);
+/// How long a streaming job's run may hold found solutions for a full
+/// batch: a few milliseconds, nothing to a reader, but a fast search then
+/// sends full batches instead of a batch at every poll (every 1024 nodes),
+/// and each batch costs the server and the client a wake-up, a message
+/// and its frames.
+const STREAM_BATCH_DELAY: Duration = Duration::from_millis(5);
 
 /// Why a job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -499,12 +505,13 @@ impl Job {
             max_nodes: self.spec.max_nodes.map(|m| m.saturating_sub(spent_nodes)),
             want_solutions,
             batch_size,
-            // A client waits for each batch; the store's writer would rather
-            // have few full ones (a transaction costs more than a batch).
-            max_delay: if self.spec.durable {
-                DURABLE_BATCH_DELAY
-            } else {
-                Duration::ZERO
+            // The store's writer would rather have few full batches (a
+            // transaction costs more than a batch); a reader waits for
+            // them, a few milliseconds at most.
+            max_delay: match self.spec.delivery {
+                _ if self.spec.durable => DURABLE_BATCH_DELAY,
+                Delivery::Stream { .. } => STREAM_BATCH_DELAY,
+                Delivery::CountOnly | Delivery::Keep { .. } => Duration::ZERO,
             },
             poll_interval: poll_nodes,
             profile: false,

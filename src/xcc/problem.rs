@@ -175,6 +175,17 @@ impl Problem {
     pub fn primary_count(&self) -> usize {
         self.items.iter().filter(|i| i.is_primary()).count()
     }
+    /// The most options a solution can have: each chosen option covers a
+    /// primary item, which at most `max` options cover.
+    pub fn max_solution_len(&self) -> usize {
+        self.items
+            .iter()
+            .map(|i| match i.kind {
+                ItemKind::Primary { max, .. } => max as usize,
+                ItemKind::Secondary => 0,
+            })
+            .sum()
+    }
     /// True when some primary item has bounds other than `[1, 1]`, so the
     /// search needs Algorithm M.
     pub fn has_multiplicities(&self) -> bool {
@@ -564,6 +575,13 @@ impl ProblemBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_solution_has_at_most_one_option_per_primary_item_or_its_upper_bound() {
+        let parse = |text: &str| crate::xcc::dlx_format::parse(text).unwrap();
+        assert_eq!(parse("A B | X\nA X\nB\n").max_solution_len(), 2);
+        assert_eq!(parse("A 2:3|C 4|D | X\nA C\nC D\n").max_solution_len(), 8);
+    }
 
     #[test]
     fn builder_reports_each_mistake() {
