@@ -21,6 +21,8 @@ import grpc
 from grpc_tools import protoc
 
 PROTO = Path(__file__).resolve().parents[1] / "proto"
+# The array type of packed indices of 1, 2 and 4 bytes (SolutionBatch.packed_index_bytes).
+WIDTHS = {1: "B", 2: "H", 4: "I"}
 
 
 def stubs(out):
@@ -50,7 +52,7 @@ def stream(stub, pb2, text, form):
             batch = response.solutions
             if form == "packed":
                 # What a client would keep: the flat indices and the lengths.
-                flat = array.array("I", batch.packed_indices)
+                flat = array.array(WIDTHS[batch.packed_index_bytes], batch.packed_indices)
                 if sys.byteorder == "big":
                     flat.byteswap()
                 lengths = list(batch.packed_lengths)

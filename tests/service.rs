@@ -282,6 +282,8 @@ fn check_solution(name: &str, problem: &Problem, s: &pb::Solution, with_text: bo
 struct Events {
     solutions: Vec<pb::Solution>,
     batches: Vec<usize>,
+    /// `packed_index_bytes` of the packed batches.
+    index_bytes: BTreeSet<u32>,
     progress: Vec<pb::Progress>,
     summary: Option<pb::Summary>,
     /// Messages after the summary (there must be none).
@@ -303,6 +305,9 @@ impl Events {
                     "a batch is packed or not, never both"
                 );
                 self.batches.push(b.solutions.len() + packed.len());
+                if !packed.is_empty() {
+                    self.index_bytes.insert(b.packed_index_bytes);
+                }
                 self.solutions.extend(b.solutions);
                 self.solutions.extend(packed);
             }
@@ -322,14 +327,44 @@ impl Events {
     }
 }
 
-/// The solutions of a batch in the packed form (little-endian u32 indices
-/// and a length per solution), as Solution messages.
+/// A problem of `n + 1` options and `n` solutions: option `i < n` covers A
+/// (and a secondary item of its own), option `n` covers B, so a solution
+/// holds index `n`.
+fn pairs(n: usize) -> String {
+    let mut text = String::from("A B |");
+    for i in 0..n {
+        text.push_str(&format!(" x{i}"));
+    }
+    text.push('\n');
+    for i in 0..n {
+        text.push_str(&format!("A x{i}\n"));
+    }
+    text.push_str("B\n");
+    text
+}
+
+/// The solutions of a batch in the packed form (little-endian indices of
+/// `packed_index_bytes` bytes, and a length per solution), as Solution
+/// messages.
 fn unpack(batch: &pb::SolutionBatch) -> Vec<pb::Solution> {
     let bytes = &batch.packed_indices;
-    assert_eq!(bytes.len() % 4, 0, "4 bytes per packed index");
+    let width = batch.packed_index_bytes as usize;
+    if batch.packed_lengths.is_empty() {
+        assert!(bytes.is_empty(), "packed indices without lengths");
+        return Vec::new();
+    }
+    assert!(
+        [1, 2, 4].contains(&width),
+        "packed_index_bytes {width} in a packed batch"
+    );
+    assert_eq!(bytes.len() % width, 0, "{width} bytes per packed index");
     let indices: Vec<u32> = bytes
-        .chunks_exact(4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .chunks_exact(width)
+        .map(|b| {
+            let mut word = [0u8; 4];
+            word[..width].copy_from_slice(b);
+            u32::from_le_bytes(word)
+        })
         .collect();
     let mut start = 0;
     let solutions = batch
@@ -2096,8 +2131,15 @@ async fn packed_solutions_are_the_same_solutions() {
     let _serial = SERIAL.lock().await;
     let server = serve(config(16)).await;
     let mut client = connect(server.addr).await;
-    for name in ["latin4", "queens10", "color_torus4x4w2x2"] {
-        let text = instance(name);
+    // Indices of one byte (up to 256 options), two and four.
+    let cases = [
+        ("latin4", instance("latin4"), 1),
+        ("queens10", instance("queens10"), 1),
+        ("color_torus4x4w2x2", instance("color_torus4x4w2x2"), 1),
+        ("300 options", pairs(299), 2),
+        ("66,000 options", pairs(65_999), 4),
+    ];
+    for (name, text, width) in cases {
         let expected = all_solutions(&parse(&text)).await;
         let batch_size = 64;
         let mut stream = client
@@ -2121,6 +2163,7 @@ async fn packed_solutions_are_the_same_solutions() {
         let set: BTreeSet<Vec<u32>> = got.iter().cloned().collect();
         assert_eq!(got.len(), set.len(), "{name}: duplicate solutions");
         assert_eq!(set, expected, "{name}: packed solutions differ");
+        assert_eq!(ev.index_bytes, [width].into(), "{name}: bytes per index");
         assert_eq!(ev.summary().solutions, expected.len() as u64, "{name}");
         assert!(
             ev.batches

@@ -184,16 +184,43 @@ fn entry_of_error(error: &ProblemError, option: &pb::ProblemOption) -> Option<us
     option.entries.iter().position(|e| &e.item == name)
 }
 
-/// A batch of solutions in SolutionBatch's packed form: the batch's buffers
-/// become the message's fields as they are (on a little-endian machine; a
-/// big-endian one copies the indices once).
-pub fn packed_solutions(batch: Solutions) -> pb::SolutionBatch {
+/// Bytes per index in SolutionBatch's packed form for `problem`'s
+/// solutions: the fewest that hold its largest option index.
+pub fn packed_index_bytes(problem: &Problem) -> u32 {
+    match problem.options().len() {
+        0..=0x100 => 1,
+        0x101..=0x1_0000 => 2,
+        _ => 4,
+    }
+}
+
+/// A batch of solutions in SolutionBatch's packed form, `index_bytes`
+/// (1, 2 or 4, see [`packed_index_bytes`]) a little-endian index. Four-byte
+/// indices are the batch's buffer as it is (on a little-endian machine),
+/// narrower ones one pass over it: either way much less than the copies
+/// that the bytes they save would cost the transport and the client.
+pub fn packed_solutions(batch: Solutions, index_bytes: u32) -> pb::SolutionBatch {
     let (indices, lengths) = batch.into_parts();
+    let (packed_indices, packed_index_bytes) = match index_bytes {
+        1 => (narrow::<1>(&indices), 1),
+        2 => (narrow::<2>(&indices), 2),
+        _ => (little_endian(indices), 4),
+    };
     pb::SolutionBatch {
         solutions: Vec::new(),
-        packed_indices: little_endian(indices),
+        packed_indices,
         packed_lengths: lengths,
+        packed_index_bytes,
     }
+}
+
+/// The low `N` bytes of each index, little-endian, one after another.
+fn narrow<const N: usize>(indices: &[u32]) -> prost::bytes::Bytes {
+    let mut out = vec![0u8; indices.len() * N];
+    for (bytes, &index) in out.chunks_exact_mut(N).zip(indices) {
+        bytes.copy_from_slice(&index.to_le_bytes()[..N]);
+    }
+    out.into()
 }
 
 /// `u32`s as little-endian bytes.

@@ -304,6 +304,11 @@ impl SolverService for SolverApi {
         }
         let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
         let engine = convert::engine(req.engine, &problem)?;
+        let packed_index_bytes = if req.packed_solutions {
+            convert::packed_index_bytes(&problem)
+        } else {
+            0
+        };
         let batch_size = match batch_size {
             0 if req.packed_solutions => self.config.packed_batch_size(&problem),
             0 => self.config.default_batch_size,
@@ -334,7 +339,7 @@ impl SolverService for SolverApi {
             events: ProblemEvents {
                 problem,
                 with_text: req.include_option_text,
-                packed: req.packed_solutions,
+                packed_index_bytes,
             },
             interval,
             deadline,
@@ -825,16 +830,17 @@ pub(super) trait StreamEvents: Send + 'static {
 struct ProblemEvents {
     problem: Arc<Problem>,
     with_text: bool,
-    /// Solutions in SolutionBatch's packed form.
-    packed: bool,
+    /// Solutions in SolutionBatch's packed form, with indices of this many
+    /// bytes (0: one Solution message each).
+    packed_index_bytes: u32,
 }
 
 impl StreamEvents for ProblemEvents {
     type Message = pb::EnumerateResponse;
     fn solutions(&self, batch: Solutions) -> Self::Message {
         use pb::enumerate_response::Event as E;
-        let batch = if self.packed {
-            convert::packed_solutions(batch)
+        let batch = if self.packed_index_bytes > 0 {
+            convert::packed_solutions(batch, self.packed_index_bytes)
         } else {
             pb::SolutionBatch {
                 solutions: batch

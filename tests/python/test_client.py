@@ -153,9 +153,13 @@ def assert_exact_cover(name, indices):
 
 def unpack(batch):
     """The solutions of a batch in the packed form (EnumerateRequest.packed_solutions)."""
-    data = batch.packed_indices
-    assert len(data) % 4 == 0, "4 bytes per index"
-    indices = [int.from_bytes(data[k : k + 4], "little") for k in range(0, len(data), 4)]
+    data, width = batch.packed_indices, batch.packed_index_bytes
+    if not batch.packed_lengths:
+        assert not data, "packed indices without lengths"
+        return
+    assert width in (1, 2, 4), f"{width} bytes per index"
+    assert len(data) % width == 0, f"{width} bytes per index"
+    indices = [int.from_bytes(data[k : k + width], "little") for k in range(0, len(data), width)]
     start = 0
     for length in batch.packed_lengths:
         yield tuple(indices[start : start + length])
@@ -222,21 +226,34 @@ def test_enumerate_queens8(pb, stub):
     assert summary.reason == pb.pb2.END_REASON_COMPLETE
 
 
-def test_enumerate_packed_gives_the_same_solutions(pb, stub):
+def packed_index_bytes(stub, request):
+    """The bytes per index of a stream's packed batches."""
+    widths = set()
+    for response in stub.Enumerate(request, timeout=TIMEOUT):
+        if response.WhichOneof("event") == "solutions" and response.solutions.packed_lengths:
+            widths.add(response.solutions.packed_index_bytes)
+    return widths
+
+
+# latin4 has 64 options (an index is 1 byte), pent3x20 1,236 (2 bytes).
+@pytest.mark.parametrize("name, solutions, width", [("latin4", 576, 1), ("pent3x20", 8, 2)])
+def test_enumerate_packed_gives_the_same_solutions(pb, stub, name, solutions, width):
     one_each, _, _, _ = enumerate_all(
-        stub, pb.pb2.EnumerateRequest(problem=dlx_problem(pb, "latin4"))
+        stub, pb.pb2.EnumerateRequest(problem=dlx_problem(pb, name))
     )
-    packed, batches, _, summary = enumerate_all(
-        stub,
-        pb.pb2.EnumerateRequest(
-            problem=dlx_problem(pb, "latin4"), packed_solutions=True, batch_size=50
-        ),
+    request = pb.pb2.EnumerateRequest(
+        problem=dlx_problem(pb, name), packed_solutions=True, batch_size=50
     )
-    assert len(packed) == 576 == summary.solutions
-    assert batches >= 576 // 50
+    packed, batches, _, summary = enumerate_all(stub, request)
+    assert len(packed) == solutions == summary.solutions
+    assert batches >= solutions // 50
     assert sorted(packed) == sorted(one_each)
     for s in packed:
-        assert_exact_cover("latin4", s)
+        assert_exact_cover(name, s)
+    assert packed_index_bytes(stub, request) == {width}
+
+
+def test_enumerate_packed_refuses_option_text(pb, stub):
     with pytest.raises(grpc.RpcError) as refused:
         enumerate_all(
             stub,
