@@ -2,7 +2,8 @@
 //!
 //! - parallel speedup: the same count with a pool of 2 workers and of 1;
 //! - streaming: every solution of an instance sent to a client over
-//!   loopback, against an in-process single-threaded count;
+//!   loopback, one message each and packed, against counting them in
+//!   process on the same two workers;
 //! - latency: Solve calls on a sudoku while an enumeration keeps every
 //!   worker busy, against the goal of issue 14 (p99 within 10 ms).
 
@@ -454,6 +455,15 @@ async fn stream_all(
         messages += 1;
         if let Some(pb::enumerate_response::Event::Solutions(batch)) = message.event {
             received += if packed {
+                // The indices are all there, as wide as the batch says.
+                let indices: u64 = batch.packed_lengths.iter().map(|&n| u64::from(n)).sum();
+                let bytes = indices * u64::from(batch.packed_index_bytes);
+                if bytes != batch.packed_indices.len() as u64 {
+                    return Err(CliError::Failed(format!(
+                        "a packed batch of {indices} indices in {} bytes",
+                        batch.packed_indices.len()
+                    )));
+                }
                 batch.packed_lengths.len()
             } else {
                 batch.solutions.len()
