@@ -58,6 +58,12 @@ struct Args {
     /// per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// Nodes between two looks of a worker of the server started here at
+    /// its job, when it also hands over the solutions found: the server's
+    /// default (1024) makes messages of about 100 squares, and
+    /// order 6 then spends a third of its time passing 8 million of them.
+    #[arg(long, default_value_t = POLL_NODES)]
+    poll_nodes: u64,
     /// MiB of memory for the signatures in this process; beyond it they are
     /// sorted in runs on disk.
     #[arg(long, default_value_t = 1024)]
@@ -82,6 +88,9 @@ pub const FAN_IN: usize = 64;
 /// 144 bytes a square, well under gRPC's 4 MiB limit).
 const BATCH_SIZE: u32 = 16_384;
 
+/// Nodes between polls of the server started here (see `--poll-nodes`).
+pub const POLL_NODES: u64 = 1 << 16;
+
 /// How to count.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -89,6 +98,8 @@ pub struct Options {
     pub server: Option<String>,
     /// Worker threads of the server started here (`None`: one per core).
     pub threads: Option<usize>,
+    /// Nodes between polls of the server started here.
+    pub poll_nodes: u64,
     /// Bytes of memory for signatures (two buffers of half each).
     pub memory: usize,
     /// Parent of the folder of sorted runs.
@@ -104,6 +115,7 @@ impl Default for Options {
         Options {
             server: None,
             threads: None,
+            poll_nodes: POLL_NODES,
             memory: 1024 << 20,
             temp_dir: std::env::temp_dir(),
             fan_in: FAN_IN,
@@ -132,6 +144,18 @@ pub struct Spilled {
     pub peak_bytes: u64,
 }
 
+/// How a count went.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Messages of solutions received.
+    pub messages: u64,
+    /// From the request to the stream's end (and the last square signed).
+    pub stream: std::time::Duration,
+    /// The rest: the last sort and the merge.
+    pub tally: std::time::Duration,
+    pub spilled: Spilled,
+}
+
 #[allow(dead_code)] // not called when a test includes this file
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -139,19 +163,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = Options {
         server: args.server,
         threads: args.threads,
+        poll_nodes: args.poll_nodes,
         memory: args.memory.max(1) << 20,
         temp_dir: args.temp_dir.unwrap_or_else(std::env::temp_dir),
         fan_in: FAN_IN,
         progress: !args.quiet,
     };
-    let started = Instant::now();
-    let (counts, spilled) = count_with(args.order, &options).await?;
+    // On Ctrl-C the count is dropped, and with it the runs on disk.
+    let (counts, report) = tokio::select! {
+        counted = count_with(args.order, &options) => counted?,
+        _ = tokio::signal::ctrl_c() => return Err("interrupted".into()),
+    };
     eprintln!(
-        "{:.1} s; {} sorted runs on disk ({} from merges), {:.2} GB at most",
-        started.elapsed().as_secs_f64(),
-        spilled.runs,
-        spilled.merged_runs,
-        spilled.peak_bytes as f64 / 1e9
+        "{:.1} s streaming ({} messages), {:.1} s sorting and merging; {} sorted runs on disk ({} from merges), {:.2} GB at most",
+        report.stream.as_secs_f64(),
+        report.messages,
+        report.tally.as_secs_f64(),
+        report.spilled.runs,
+        report.spilled.merged_runs,
+        report.spilled.peak_bytes as f64 / 1e9
     );
     println!("order: {}", args.order);
     println!("squares: {}", counts.squares);
@@ -163,6 +193,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// One bit per pair of adjacent cells: whether the first (left or upper)
 /// is the smaller. Bit k is the k-th pair met going through the cells row
 /// by row, each cell's right neighbour before its lower one.
+#[inline(always)]
 fn signature_by(n: usize, value: impl Fn(usize, usize) -> u8) -> u64 {
     let mut bits = 0u64;
     let mut k = 0;
@@ -198,6 +229,7 @@ pub struct Signer {
 
 impl Signer {
     pub fn new(order: usize) -> Signer {
+        assert!((2..=6).contains(&order), "orders 2 to 6");
         let encoded = LatinPuzzle::empty(order).encode();
         let place = (0..encoded.problem().options().len())
             .map(|o| {
@@ -222,8 +254,17 @@ impl Signer {
             let (cell, value) = self.place[o as usize];
             cells[cell as usize] = value;
         }
-        let n = self.n;
-        signature_by(n, |r, c| cells[r * n + c])
+        // With the order a constant the comparisons unroll.
+        fn of<const N: usize>(cells: &[u8; 36]) -> u64 {
+            signature_by(N, |r, c| cells[r * N + c])
+        }
+        match self.n {
+            6 => of::<6>(&cells),
+            5 => of::<5>(&cells),
+            4 => of::<4>(&cells),
+            3 => of::<3>(&cells),
+            _ => of::<2>(&cells),
+        }
     }
 }
 
@@ -248,7 +289,7 @@ type Packed = (Vec<u8>, Vec<u32>);
 pub async fn count_with(
     order: usize,
     options: &Options,
-) -> Result<(Counts, Spilled), Box<dyn std::error::Error>> {
+) -> Result<(Counts, Report), Box<dyn std::error::Error>> {
     if !(2..=6).contains(&order) {
         return Err("--order must be between 2 and 6".into());
     }
@@ -261,16 +302,16 @@ pub async fn count_with(
                 listen: ([127, 0, 0, 1], 0).into(),
                 ..ServeConfig::default()
             };
-            if let Some(threads) = options.threads {
-                config.pool = PoolConfig {
-                    threads,
-                    ..PoolConfig::default()
-                };
-            }
+            config.pool = PoolConfig {
+                threads: options.threads.unwrap_or(config.pool.threads),
+                poll_nodes: options.poll_nodes,
+                ..PoolConfig::default()
+            };
             let server = start(config).await?;
             (format!("http://{}", server.addr), Some(server))
         }
     };
+    let started = Instant::now();
     let mut client = SolverServiceClient::connect(url).await?;
     let mut stream = client
         .enumerate(pb::EnumerateRequest {
@@ -287,7 +328,12 @@ pub async fn count_with(
     // The stream is read here; signing and tallying run on a thread of
     // their own (and sorting on another), so that this task keeps reading.
     let (to_signer, mut batches) = tokio::sync::mpsc::channel::<Packed>(16);
-    let tally = Tally::new(options.memory, &options.temp_dir, options.fan_in);
+    // Dropped (and with it the runs) however this ends, even when the
+    // caller drops this future (Ctrl-C).
+    let dir = tempfile::Builder::new()
+        .prefix("latin-signatures-")
+        .tempdir_in(&options.temp_dir)?;
+    let tally = Tally::new(options.memory, dir.path(), options.fan_in);
     let signer = std::thread::spawn(move || -> io::Result<(u64, Tally)> {
         let signer = Signer::new(order);
         let mut tally = tally;
@@ -306,9 +352,11 @@ pub async fn count_with(
 
     let bar = progress_bar(options.progress, KNOWN_SQUARES[order], "squares");
     let mut summary = None;
+    let mut messages = 0u64;
     while let Some(message) = stream.message().await? {
         match message.event {
             Some(pb::enumerate_response::Event::Solutions(batch)) => {
+                messages += 1;
                 bar.inc(batch.packed_lengths.len() as u64);
                 if to_signer
                     .send((batch.packed_indices, batch.packed_lengths))
@@ -339,16 +387,23 @@ pub async fn count_with(
     if let Some(server) = local {
         server.shutdown().await?;
     }
+    let stream_time = started.elapsed();
     let progress = options.progress;
     let (signatures, unique, spilled) =
         tokio::task::spawn_blocking(move || tally.finish(progress)).await??;
+    dir.close()?;
     Ok((
         Counts {
             squares,
             signatures,
             unique,
         },
-        spilled,
+        Report {
+            messages,
+            stream: stream_time,
+            tally: started.elapsed() - stream_time,
+            spilled,
+        },
     ))
 }
 
@@ -382,13 +437,13 @@ pub struct Tally {
     buffer: Vec<u64>,
     capacity: usize,
     fan_in: usize,
-    temp_dir: PathBuf,
+    /// Where the runs go.
+    dir: PathBuf,
     spill: Option<Spill>,
 }
 
-/// The sorting thread and its folder of runs.
+/// The sorting thread.
 struct Spill {
-    dir: tempfile::TempDir,
     full: SyncSender<Vec<u64>>,
     empty: Receiver<Vec<u64>>,
     thread: JoinHandle<io::Result<Vec<PathBuf>>>,
@@ -397,15 +452,16 @@ struct Spill {
 }
 
 impl Tally {
-    /// `memory` bytes for two buffers; runs go to a new folder in
-    /// `temp_dir`; at most `fan_in` (at least 2) runs merged at once.
-    pub fn new(memory: usize, temp_dir: &Path, fan_in: usize) -> Tally {
+    /// `memory` bytes for two buffers; runs go to the folder `dir`, which
+    /// the caller owns ([`Tally::finish`] removes them, an error leaves
+    /// them); at most `fan_in` (at least 2) runs merged at once.
+    pub fn new(memory: usize, dir: &Path, fan_in: usize) -> Tally {
         let capacity = (memory / 16).max(1);
         Tally {
             buffer: Vec::new(),
             capacity,
             fan_in: fan_in.max(2),
-            temp_dir: temp_dir.to_path_buf(),
+            dir: dir.to_path_buf(),
             spill: None,
         }
     }
@@ -432,12 +488,9 @@ impl Tally {
     /// time) and takes the other one back.
     fn spill_buffer(&mut self) -> io::Result<()> {
         if self.spill.is_none() {
-            let dir = tempfile::Builder::new()
-                .prefix("latin-signatures-")
-                .tempdir_in(&self.temp_dir)?;
             let (full, full_rx) = sync_channel::<Vec<u64>>(1);
             let (empty_tx, empty) = sync_channel::<Vec<u64>>(1);
-            let path = dir.path().to_path_buf();
+            let path = self.dir.clone();
             let thread = std::thread::spawn(move || -> io::Result<Vec<PathBuf>> {
                 let mut runs = Vec::new();
                 for mut values in full_rx {
@@ -452,7 +505,6 @@ impl Tally {
                 Ok(runs)
             });
             self.spill = Some(Spill {
-                dir,
                 full,
                 empty,
                 thread,
@@ -510,10 +562,7 @@ impl Tally {
         let read_block = (self.capacity * 8 / self.fan_in).clamp(4 << 10, 4 << 20);
         while runs.len() > self.fan_in {
             let group: Vec<PathBuf> = runs.drain(..self.fan_in).collect();
-            let merged = spill
-                .dir
-                .path()
-                .join(format!("merged-{}", spilled.merged_runs));
+            let merged = self.dir.join(format!("merged-{}", spilled.merged_runs));
             let mut merger = Merger::new(&group, read_block)?;
             write_run_from(&merged, &mut merger)?;
             let merged_bytes = file_len(&merged)?;
@@ -535,7 +584,9 @@ impl Tally {
         }))?;
         bar.finish_and_clear();
         drop(merger);
-        spill.dir.close()?;
+        for run in &runs {
+            std::fs::remove_file(run)?;
+        }
         Ok((distinct, unique, spilled))
     }
 }

@@ -84,7 +84,7 @@ async fn sorted_runs_on_disk_give_the_same_counts() {
     let temp = tempfile::tempdir().unwrap();
     for (n, memory) in [(4, 16 * 40), (5, 16 * 1000)] {
         let (in_memory, none) = count_with(n, &Options::default()).await.unwrap();
-        assert_eq!(none.runs, 0, "order {n} fits in memory");
+        assert_eq!(none.spilled.runs, 0, "order {n} fits in memory");
         let options = Options {
             memory,
             temp_dir: temp.path().to_path_buf(),
@@ -95,9 +95,12 @@ async fn sorted_runs_on_disk_give_the_same_counts() {
         assert_eq!(spilled, in_memory, "order {n}");
         // 576 squares in runs of 40, 161,280 in runs of 1000.
         let runs = in_memory.squares.div_ceil(memory as u64 / 16);
-        assert_eq!(how.runs as u64, runs, "order {n}");
-        assert!(how.merged_runs > 0, "order {n}: merges before the last");
-        assert!(how.peak_bytes >= 8 * in_memory.squares, "order {n}");
+        assert_eq!(how.spilled.runs as u64, runs, "order {n}");
+        assert!(
+            how.spilled.merged_runs > 0,
+            "order {n}: merges before the last"
+        );
+        assert!(how.spilled.peak_bytes >= 8 * in_memory.squares, "order {n}");
         assert_eq!(std::fs::read_dir(temp.path()).unwrap().count(), 0);
     }
 }
@@ -425,7 +428,7 @@ async fn order6_example_matches_second_method() {
         started.elapsed().as_secs_f64()
     );
     let started = Instant::now();
-    let (counts, spilled) = count_with(
+    let (counts, report) = count_with(
         6,
         &Options {
             temp_dir: temp.path().to_path_buf(),
@@ -435,9 +438,9 @@ async fn order6_example_matches_second_method() {
     .await
     .unwrap();
     eprintln!(
-        "example: {counts:?} {spilled:?} in {:.1} s",
+        "example: {counts:?} {report:?} in {:.1} s",
         started.elapsed().as_secs_f64()
     );
     assert_eq!(counts, expected);
-    assert!(spilled.runs > 1, "order 6 goes through the disk");
+    assert!(report.spilled.runs > 1, "order 6 goes through the disk");
 }
