@@ -15,17 +15,27 @@
 //! cargo run --release --example latin_signatures -- --order 6 --memory 1024 --temp-dir /var/tmp
 //! ```
 //! Without `--server` it starts a server in this process on a free loopback
-//! port (`--threads` workers, one per core by default). The last three lines
-//! are `squares: N`, `signatures: S`, `unique: U`.
+//! port (`--threads` workers, one per core by default, polling their job
+//! every `--poll-nodes` nodes: 65536, so that each message carries thousands
+//! of squares; give a server of your own `xccd serve --poll-nodes 65536`).
+//! The last three lines are `squares: N`, `signatures: S`, `unique: U`; a
+//! line on stderr before them says how long the stream and the merge took
+//! and how much went to disk.
 //!
 //! Order 6 has 812,851,200 squares, whose signatures (60 bits each) do not
 //! fit a hash map in memory. So the client keeps them in two buffers of
 //! `--memory` MiB altogether: while one fills, a thread of its own sorts the
 //! other and writes it to a run file under `--temp-dir` (6.5 GB for order 6,
-//! removed at the end); the sorted runs are then merged (at most `FAN_IN` at
-//! a time), and equal neighbours counted. A progress bar on stderr (when it
-//! is a terminal) shows the squares received against their known number
-//! (OEIS A002860), the rate and the time left.
+//! removed at the end, on an error and on Ctrl-C); the sorted runs are then
+//! merged (at most `FAN_IN` at a time), and equal neighbours counted. A
+//! progress bar on stderr (when it is a terminal) shows the squares received
+//! against their known number (OEIS A002860), the rate and the time left.
+//!
+//! Order 6 took 7 min 47 s on a 2-core VM that other jobs shared (load 3-5),
+//! with 1.09 GiB of RSS at the default `--memory 1024`; its counts
+//! (385,204,902 signatures, 217,548,736 unique: 73.2% of the squares need a
+//! strong clue) agree with a second method that knows nothing of XCC
+//! (`cargo test --release --test latin_signatures -- --ignored`).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -60,8 +70,8 @@ struct Args {
     threads: Option<usize>,
     /// Nodes between two looks of a worker of the server started here at
     /// its job, when it also hands over the solutions found: the server's
-    /// default (1024) makes messages of about 100 squares, and
-    /// order 6 then spends a third of its time passing 8 million of them.
+    /// default (1024) makes messages of 120-140 squares, and order 6 then
+    /// spends a third of its CPU in the kernel passing 6 million of them.
     #[arg(long, default_value_t = POLL_NODES)]
     poll_nodes: u64,
     /// MiB of memory for the signatures in this process; beyond it they are

@@ -363,11 +363,11 @@ fn second_method(n: usize, dir: &Path) -> Counts {
 }
 
 /// The README's row for order n of the table `| n | squares | signatures |
-/// unique |`, if it has one.
+/// unique | need a strong clue |`, if it has one (the share checked).
 fn readme_row(n: usize) -> Option<Counts> {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = readme.find("| n | squares | signatures | unique |")?;
+    let start = readme.find("| n | squares | signatures | unique | need a strong clue |")?;
     readme[start..]
         .lines()
         .take_while(|line| line.starts_with('|'))
@@ -378,10 +378,19 @@ fn readme_row(n: usize) -> Option<Counts> {
                 .collect::<Vec<_>>()
         })
         .find(|cells| cells.first() == Some(&n.to_string()))
-        .map(|cells| Counts {
-            squares: cells[1].parse().unwrap(),
-            signatures: cells[2].parse().unwrap(),
-            unique: cells[3].parse().unwrap(),
+        .map(|cells| {
+            let counts = Counts {
+                squares: cells[1].parse().unwrap(),
+                signatures: cells[2].parse().unwrap(),
+                unique: cells[3].parse().unwrap(),
+            };
+            let share = (counts.squares - counts.unique) as f64 / counts.squares as f64;
+            assert_eq!(
+                cells[4],
+                format!("{:.1}%", 100.0 * share),
+                "README, order {n}"
+            );
+            counts
         })
 }
 
