@@ -408,8 +408,8 @@ fn second_method_and_readme_match_brute_force_up_to_order_5() {
 }
 
 /// Order 6 by the second method: the published number of squares, and the
-/// README's row (which the example printed). About 2 minutes on 2 cores,
-/// 6.5 GB in the temporary folder.
+/// README's row (which the example printed). 2.5-4.5 minutes on 2 shared
+/// cores, 6.5 GB in the temporary folder.
 #[test]
 #[ignore = "minutes long; run with --release -- --ignored"]
 fn order6_second_method_matches_the_readme() {
@@ -425,9 +425,10 @@ fn order6_second_method_matches_the_readme() {
 }
 
 /// Order 6 end to end: the example through an in-process server against
-/// the second method. About 20 minutes on 2 cores.
+/// the second method. About 10 minutes on 2 shared cores (8 of them the
+/// example's), 6.5 GB in the temporary folder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "about 20 minutes; run with --release -- --ignored"]
+#[ignore = "about 10 minutes; run with --release -- --ignored"]
 async fn order6_example_matches_second_method() {
     let temp = tempfile::tempdir().unwrap();
     let started = Instant::now();
