@@ -457,7 +457,8 @@ struct Spill {
     full: SyncSender<Vec<u64>>,
     empty: Receiver<Vec<u64>>,
     thread: JoinHandle<io::Result<Vec<PathBuf>>>,
-    /// The buffer that the thread will give back next.
+    /// Whether the thread holds the other buffer, to give back once it is
+    /// written (false until the first spill, when there is no other yet).
     lent: bool,
 }
 
