@@ -292,8 +292,9 @@ pub async fn count(
 }
 
 /// A batch of packed solutions on its way from the stream to the thread
-/// that signs them: the indices' bytes and each solution's length.
-type Packed = (Vec<u8>, Vec<u32>);
+/// that signs them: the indices' bytes, the bytes of one index
+/// (`packed_index_bytes`: 1, 2 or 4) and each solution's length.
+type Packed = (prost::bytes::Bytes, usize, Vec<u32>);
 
 /// [`count`] with every knob.
 pub async fn count_with(
@@ -348,10 +349,12 @@ pub async fn count_with(
         let signer = Signer::new(order);
         let mut tally = tally;
         let mut squares = 0u64;
-        while let Some((bytes, lengths)) = batches.blocking_recv() {
-            let mut indices = bytes
-                .chunks_exact(4)
-                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        while let Some((bytes, width, lengths)) = batches.blocking_recv() {
+            let mut indices = bytes.chunks_exact(width).map(|b| {
+                let mut index = [0u8; 4];
+                index[..width].copy_from_slice(b);
+                u32::from_le_bytes(index)
+            });
             for &length in &lengths {
                 tally.push(signer.sign(indices.by_ref().take(length as usize)))?;
             }
@@ -367,9 +370,13 @@ pub async fn count_with(
         match message.event {
             Some(pb::enumerate_response::Event::Solutions(batch)) => {
                 messages += 1;
+                let width = batch.packed_index_bytes as usize;
+                if ![1, 2, 4].contains(&width) {
+                    return Err(format!("packed_index_bytes {width}: expected 1, 2 or 4").into());
+                }
                 bar.inc(batch.packed_lengths.len() as u64);
                 if to_signer
-                    .send((batch.packed_indices, batch.packed_lengths))
+                    .send((batch.packed_indices, width, batch.packed_lengths))
                     .await
                     .is_err()
                 {
