@@ -1215,3 +1215,88 @@ async fn a_problem_goes_to_a_worker_once_and_checkpoints_are_queued() {
     drop(a);
     server.shutdown().await.expect("clean shutdown");
 }
+
+/// A pure coordinator whose only slot holds a batch lease answers a small
+/// call by asking that lease to checkpoint at once (a yield, counted),
+/// not at the end of its remote slice; the freed slot takes the call's
+/// task first, and the enumeration loses nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_batch_lease_yields_its_slot_to_a_small_call() {
+    let _serial = SERIAL.lock().await;
+    let server = coordinator(any_port(), any_port(), Duration::from_secs(5), 3).await;
+    let addr = server.addr;
+    let workers = server.worker_addr.expect("a worker listener");
+    let mut client = connect(addr).await;
+    let reading = tokio::spawn(drain(open(&mut client, &instance("queens10"), true).await));
+    let mut fake = FakeWorker::connect(workers).await;
+    let batch = fake.next_lease().await;
+    let yields_before = server.pool.tasks_yielded();
+
+    let queens8 = instance("queens8");
+    let solve = tokio::spawn({
+        let mut client = client.clone();
+        let text = queens8.clone();
+        async move {
+            client
+                .solve(pb::SolveRequest {
+                    problem: Some(pb::Problem {
+                        source: Some(pb::problem::Source::Dlx(text)),
+                    }),
+                    limit: 1,
+                    ..Default::default()
+                })
+                .await
+        }
+    });
+    let ask = loop {
+        match fake.next().await {
+            FromCoordinator::Ask(ask) => break ask,
+            FromCoordinator::Problem(_) => {}
+            other => panic!("expected an ask to checkpoint, got {other:?}"),
+        }
+    };
+    assert_eq!(ask.lease, batch.lease);
+    assert_eq!(ask.kind, wire::AskKind::Checkpoint as i32);
+    assert_eq!(
+        server.pool.tasks_yielded(),
+        yields_before + 1,
+        "the lease was asked as a yield to the small call"
+    );
+    // It checkpoints having done nothing: its whole task goes back.
+    fake.send(ToCoordinator::Ended(wire::TaskEnded {
+        lease: batch.lease,
+        status: wire::RunStatus::Checkpointed as i32,
+        remaining: vec![batch.task.clone().expect("a task")],
+        ..Default::default()
+    }))
+    .await;
+    let small = fake.next_lease().await;
+    assert_ne!(small.job, batch.job, "the freed slot takes the small call");
+    fake.send(ToCoordinator::Draining(wire::Draining {})).await;
+    fake.send(ToCoordinator::Ended(wire::TaskEnded {
+        lease: small.lease,
+        status: wire::RunStatus::Released as i32,
+        ..Default::default()
+    }))
+    .await;
+
+    // A real worker answers the call and finishes the enumeration.
+    let real = InProcessWorker::start(workers);
+    let answer = tokio::time::timeout(SEARCH, solve)
+        .await
+        .expect("the small call ends in time")
+        .unwrap()
+        .expect("Solve succeeds")
+        .into_inner();
+    assert_eq!(answer.solutions.len(), 1);
+    let found: Vec<u32> = answer.solutions[0].option_indices.clone();
+    assert!(all_solutions(&parse(&queens8)).contains(&found));
+    let (delivered, status) = reading.await.unwrap();
+    assert!(status.is_none(), "{status:?}");
+    assert_eq!(delivered.summary.reason, pb::EndReason::Complete as i32);
+    assert_eq!(delivered.summary.solutions, 724);
+    assert_eq!(server.pool.tasks_lost(), 0);
+    real.stop().await;
+    drop(fake);
+    server.shutdown().await.expect("clean shutdown");
+}

@@ -238,6 +238,10 @@ async fn run_async(
             100.0 * (t_remote / t_local - 1.0)
         ));
     }
+    if filter.is_none_or(|f| "latency".contains(f)) {
+        // Small calls on a pure coordinator: the remote leases yield.
+        super::bench_service::latency_on(&server, "remote worker slots", 2, dir, out).await?;
+    }
     drop(workers);
     let pool = local;
     tokio::task::spawn_blocking(move || pool.shutdown())

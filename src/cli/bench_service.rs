@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use xccd::service::proto as pb;
 use xccd::service::proto::solver_service_client::SolverServiceClient;
-use xccd::service::server::{start, ServeConfig};
+use xccd::service::server::{start, RunningServer, ServeConfig};
 use xccd::service::{JobSpec, Pool, PoolConfig};
 use xccd::xcc::{Engine, Problem};
 
@@ -480,11 +480,26 @@ async fn start_server(threads: usize) -> Result<xccd::service::server::RunningSe
 }
 
 /// Small Solve calls (sudoku_hard17, one after another) while a count of
-/// queens15 holds every worker: the latency a client sees, against the goal.
+/// queens15 holds every worker of an in-process pool of 2 threads: the
+/// latency a client sees, against the goal.
 async fn latency(dir: &Path, out: Rows) -> Result<(), CliError> {
+    let server = start_server(2).await?;
+    let measured = latency_on(&server, "local threads", 2, dir, out).await;
+    let _ = server.shutdown().await;
+    measured
+}
+
+/// [`latency`] on a running server whose `workers` task slots (on `path`:
+/// local threads or remote workers) the enumeration is to hold.
+pub(super) async fn latency_on(
+    server: &RunningServer,
+    path: &str,
+    workers: usize,
+    dir: &Path,
+    out: Rows,
+) -> Result<(), CliError> {
     let (_, big) = load(dir, "queens15")?;
     let (_, sudoku) = load(dir, "sudoku_hard17")?;
-    let server = start_server(2).await?;
     let mut background = client(server.addr).await?;
     let mut enumeration = background
         .enumerate(pb::EnumerateRequest {
@@ -529,7 +544,11 @@ async fn latency(dir: &Path, out: Rows) -> Result<(), CliError> {
     let throughout = server.pool.active_jobs() > 0;
     drop(enumeration.message().await);
     drop(enumeration);
-    let _ = server.shutdown().await;
+    // The server stops the enumeration (its stream is gone) within a poll.
+    let start = Instant::now();
+    while server.pool.active_jobs() > 0 && start.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     times.sort_by(f64::total_cmp);
     in_pool.sort_by(f64::total_cmp);
     let pct = |times: &[f64], p: f64| {
@@ -543,10 +562,11 @@ async fn latency(dir: &Path, out: Rows) -> Result<(), CliError> {
             "call": "sudoku_hard17",
             "rpc": "Solve",
             "during": "queens15 count",
-            "workers": 2,
+            "path": path,
+            "workers": workers,
             "calls": times.len(),
             "busy_before": busy_before,
-            "saturated_throughout": throughout && busy_before == 2,
+            "saturated_throughout": throughout && busy_before == workers,
             "p50_ms": num(p50),
             "p99_ms": num(p99),
             "max_ms": num(max),
@@ -557,7 +577,9 @@ async fn latency(dir: &Path, out: Rows) -> Result<(), CliError> {
         }),
     );
     out.text("");
-    out.text("Solve latency during an enumeration (queens15 count) on 2 workers");
+    out.text(format_args!(
+        "Solve latency during an enumeration (queens15 count) holding {workers} {path}"
+    ));
     out.text(format_args!(
         "{:<14} {:>6} {:>12} {:>8} {:>8} {:>8} {:>12} {:>12} {:>12}",
         "call",

@@ -23,9 +23,11 @@
 //!   [`INTERACTIVE_PRIORITY`]) is scheduled as batch work from then on, so
 //!   that such calls cannot starve the enumerations. Interactive jobs are
 //!   admitted under their own limit (`max_interactive_jobs`), so that long
-//!   jobs filling `max_jobs` do not refuse them. Only local threads yield:
-//!   a remote worker's batch lease is still asked to checkpoint at the
-//!   remote slice, but an idle remote slot takes interactive tasks first.
+//!   jobs filling `max_jobs` do not refuse them. Remote batch leases yield
+//!   the same way: their sessions are woken as soon as interactive tasks
+//!   wait, and ask as many leases as needed to checkpoint at once (the
+//!   worker stops at its next poll) instead of at the remote slice; the
+//!   freed slot takes the interactive task.
 //! - **Load balance.** When a worker is idle and no task is queued, the pool
 //!   is *hungry*; busy workers see it at their next poll (every
 //!   [`POLL_NODES`] nodes) and give away the upper half of the untried
@@ -165,6 +167,16 @@ struct Sched {
     finished_weight: f64,
 }
 
+/// A running remote lease, as the pool sees it.
+struct RemoteRun {
+    job: JobId,
+    /// Explored weight and nodes, from the worker's heartbeats.
+    done_weight: f64,
+    nodes: u64,
+    /// Asked to checkpoint so that its slot takes an interactive task.
+    yielding: bool,
+}
+
 #[derive(Default)]
 struct State {
     /// Jobs that may have queued tasks, in round-robin order.
@@ -174,11 +186,11 @@ struct State {
     idle: usize,
     /// Task slots of the connected remote workers.
     remote_slots: usize,
-    /// Running remote leases: their job, explored weight and nodes, from
-    /// the workers' heartbeats.
-    remote_runs: HashMap<u64, (JobId, f64, u64)>,
-    /// Local batch runs asked to yield their thread to an interactive task
-    /// whose thread has not yet taken its next task.
+    /// Running remote leases, by lease id.
+    remote_runs: HashMap<u64, RemoteRun>,
+    /// Batch runs asked to yield their worker to an interactive task: local
+    /// ones whose thread has not yet taken its next task, remote ones whose
+    /// lease has not yet ended.
     yielding: usize,
     shutdown: bool,
 }
@@ -204,8 +216,8 @@ struct Shared {
     urgent: AtomicUsize,
     /// Runs lost with their remote worker, since the start.
     lost: AtomicU64,
-    /// Local batch runs that yielded their thread to an interactive task,
-    /// since the start.
+    /// Batch runs, local or remote, that yielded their worker to an
+    /// interactive task, since the start.
     yields: AtomicU64,
     slots: Vec<WorkerSlot>,
     /// Wakes one remote worker's session with an idle slot when a task may
@@ -449,11 +461,9 @@ impl Pool {
                         nodes += slot_nodes;
                     }
                 }
-                for &(id, weight, run_nodes) in state.remote_runs.values() {
-                    if id == job.id {
-                        done += weight;
-                        nodes += run_nodes;
-                    }
+                for run in state.remote_runs.values().filter(|r| r.job == job.id) {
+                    done += run.done_weight;
+                    nodes += run.nodes;
                 }
                 progress.tasks_queued = sched.queue.len();
                 progress.tasks_running = sched.running;
@@ -491,7 +501,8 @@ impl Pool {
         self.shared.lost.load(Ordering::SeqCst)
     }
 
-    /// Batch runs that yielded their thread to an interactive task so far.
+    /// Batch runs (local threads and remote leases) that yielded their
+    /// worker to an interactive task so far.
     pub fn tasks_yielded(&self) -> u64 {
         self.shared.yields.load(Ordering::SeqCst)
     }
@@ -587,10 +598,12 @@ impl Shared {
         self.ready_jobs.store(ready, Ordering::SeqCst);
         self.ready_interactive
             .store(ready_interactive, Ordering::SeqCst);
-        self.urgent.store(
-            interactive_tasks.saturating_sub(state.idle + state.yielding),
-            Ordering::SeqCst,
-        );
+        let urgent = interactive_tasks.saturating_sub(state.idle + state.yielding);
+        if self.urgent.swap(urgent, Ordering::SeqCst) == 0 && urgent > 0 {
+            // Remote batch runs yield only when asked: ask now, not at the
+            // sessions' next look.
+            self.remote_police.notify_waiters();
+        }
         let hungry = state.idle > 0 && ready == 0 && !state.shutdown;
         let was = self.hungry.swap(hungry, Ordering::SeqCst);
         if hungry && !was {
@@ -746,11 +759,13 @@ impl Shared {
         ready > usize::from(mine)
     }
 
-    /// Whether a local run of batch job `job` is to yield its thread to an
-    /// interactive task; if so, the run counts as yielding until its thread
-    /// takes its next task (see [`Shared::next_task`]), so that no more
-    /// runs yield than there are interactive tasks waiting.
-    fn should_yield(&self, job: &Job) -> bool {
+    /// Whether a run of batch job `job` is to yield its worker to an
+    /// interactive task: a local run (`remote_lease` None) its thread, a
+    /// remote one (its lease) its slot. If so, the run counts as yielding
+    /// until its thread takes its next task (see [`Shared::next_task`]) or
+    /// its lease ends (see [`Pool::book_remote_run`]), so that no more runs
+    /// yield than there are interactive tasks waiting.
+    fn should_yield(&self, job: &Job, remote_lease: Option<u64>) -> bool {
         if self.urgent.load(Ordering::SeqCst) == 0 || has_priority(job) {
             return false;
         }
@@ -758,6 +773,19 @@ impl Shared {
         self.refresh(&state);
         if self.urgent.load(Ordering::SeqCst) == 0 {
             return false;
+        }
+        if let Some(lease) = remote_lease {
+            // A remote slot can only take what a remote worker can run.
+            let runnable = state.jobs.values().any(|s| {
+                !s.queue.is_empty()
+                    && has_priority(&s.job)
+                    && !stalled(&s.job)
+                    && remote_can_run(&s.job.spec)
+            });
+            match state.remote_runs.get_mut(&lease) {
+                Some(run) if runnable && !run.yielding => run.yielding = true,
+                _ => return false,
+            }
         }
         state.yielding += 1;
         self.refresh(&state);
@@ -873,8 +901,8 @@ impl Shared {
         let remote: u64 = state
             .remote_runs
             .values()
-            .filter(|run| run.0 == job)
-            .map(|run| run.2)
+            .filter(|run| run.job == job)
+            .map(|run| run.nodes)
             .sum();
         local + remote
     }
@@ -972,7 +1000,15 @@ impl Pool {
             None => 0,
         };
         state.idle -= 1;
-        state.remote_runs.insert(lease, (job.id, 0.0, 0));
+        state.remote_runs.insert(
+            lease,
+            RemoteRun {
+                job: job.id,
+                done_weight: 0.0,
+                nodes: 0,
+                yielding: false,
+            },
+        );
         self.shared.refresh(&state);
         Some((job, work, spent))
     }
@@ -990,8 +1026,8 @@ impl Pool {
     pub(crate) fn remote_progress(&self, lease: u64, done_weight: f64, nodes: u64) {
         let mut state = self.shared.state.locked();
         if let Some(run) = state.remote_runs.get_mut(&lease) {
-            run.1 = done_weight;
-            run.2 = nodes;
+            run.done_weight = done_weight;
+            run.nodes = nodes;
         }
     }
 
@@ -1025,7 +1061,13 @@ impl Pool {
         settlement: Settlement,
     ) -> MutexGuard<'_, State> {
         let mut state = self.shared.state.locked();
-        state.remote_runs.remove(&lease);
+        if state
+            .remote_runs
+            .remove(&lease)
+            .is_some_and(|run| run.yielding)
+        {
+            state.yielding -= 1;
+        }
         self.shared.book(&mut state, job, stats, settlement);
         state
     }
@@ -1082,6 +1124,13 @@ impl Pool {
     /// [`Shared::others_waiting`]).
     pub(crate) fn others_waiting(&self, job: &Job) -> bool {
         self.shared.others_waiting(job)
+    }
+
+    /// Whether remote run `lease` of `job` is to checkpoint now so that its
+    /// slot takes a waiting interactive task (the remote side of the local
+    /// threads' yield; the run counts as yielding until its lease ends).
+    pub(crate) fn remote_should_yield(&self, lease: u64, job: &Job) -> bool {
+        self.shared.should_yield(job, Some(lease))
     }
 
     /// Resolves when a task may have become ready, for a session with an
@@ -1151,7 +1200,7 @@ impl Port for PoolPort<'_> {
             // Asked once already: the checkpoint is on its way.
             return Control::Checkpoint;
         }
-        if self.shared.should_yield(self.job) {
+        if self.shared.should_yield(self.job, None) {
             self.yielded = true;
             return Control::Checkpoint;
         }

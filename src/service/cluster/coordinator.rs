@@ -738,7 +738,13 @@ impl Session {
             let stalled = job.snapshot_due() || job.output.as_ref().is_some_and(|o| o.is_stalled());
             let slice_over =
                 lease.started.elapsed() >= REMOTE_SLICE && self.pool.others_waiting(job);
-            if (stalled || slice_over) && lease.asked != AskKind::Checkpoint {
+            // A batch lease also checkpoints at once, without waiting for
+            // its slice, when an interactive task waits for a slot; the
+            // check books it as yielding, so that no more leases are asked
+            // than there are such tasks (whatever else it is asked for).
+            if lease.asked != AskKind::Checkpoint
+                && (self.pool.remote_should_yield(id, job) || stalled || slice_over)
+            {
                 asks.push((id, AskKind::Checkpoint));
                 continue;
             }
