@@ -214,6 +214,11 @@ async fn wait_done(client: &mut Client, job: &str, limit: Duration) -> pb::Job {
 
 /// Every stored solution of `job`, read in pages of `page` solutions.
 async fn read_all(client: &mut Client, job: &str, page: u32) -> Vec<Vec<u32>> {
+    read_pages(client, job, page, false).await
+}
+
+/// As [`read_all`], in SolutionBatch's packed form (`packed`) or not.
+async fn read_pages(client: &mut Client, job: &str, page: u32, packed: bool) -> Vec<Vec<u32>> {
     let mut out = Vec::new();
     let mut token = String::new();
     loop {
@@ -223,17 +228,64 @@ async fn read_all(client: &mut Client, job: &str, page: u32) -> Vec<Vec<u32>> {
                 page_size: page,
                 page_token: token.clone(),
                 include_option_text: false,
+                packed_solutions: packed,
             })
             .await
             .expect("ListJobSolutions")
             .into_inner();
         assert_eq!(response.first_index, out.len() as u64);
-        out.extend(response.solutions.into_iter().map(|s| s.option_indices));
+        match (packed, response.packed) {
+            (true, Some(batch)) => {
+                assert!(response.solutions.is_empty(), "a page is packed or not");
+                out.extend(common::packed::unpack(&batch));
+            }
+            (false, None) => out.extend(response.solutions.into_iter().map(|s| s.option_indices)),
+            (_, batch) => panic!("asked packed: {packed}, got a packed page: {batch:?}"),
+        }
         if response.next_page_token.is_empty() {
             return out;
         }
         token = response.next_page_token;
     }
+}
+
+/// A job's stored solutions from index `from` on, watched with WatchJob
+/// (packed or not), and its summary.
+async fn watch_from(
+    client: &mut Client,
+    job: &str,
+    from: u64,
+    packed: bool,
+) -> (Vec<Vec<u32>>, pb::Summary) {
+    let mut stream = client
+        .watch_job(pb::WatchJobRequest {
+            job_id: job.to_string(),
+            include_solutions: true,
+            from_solution: from,
+            packed_solutions: packed,
+            ..Default::default()
+        })
+        .await
+        .expect("WatchJob")
+        .into_inner();
+    let mut watched = Vec::new();
+    let mut summary = None;
+    while let Some(message) = stream.message().await.expect("a watch message") {
+        match message.event {
+            Some(pb::watch_job_response::Event::Solutions(batch)) => {
+                if packed {
+                    assert!(batch.solutions.is_empty(), "a batch is packed or not");
+                    watched.extend(common::packed::unpack(&batch));
+                } else {
+                    assert!(batch.packed_lengths.is_empty(), "not asked packed");
+                    watched.extend(batch.solutions.into_iter().map(|s| s.option_indices));
+                }
+            }
+            Some(pb::watch_job_response::Event::Summary(s)) => summary = Some(s),
+            _ => {}
+        }
+    }
+    (watched, summary.expect("a summary"))
 }
 
 /// Requires the job's stored solutions to be exactly `expected`, once each.
@@ -393,34 +445,36 @@ async fn stored_solutions_page_watch_from_an_index_and_delete() {
     let job = submit(&mut client, &text).await;
     check_exact(&mut client, &job, &expected).await;
 
-    // Pages of 7 give the same sequence as one page.
+    // Pages of 7 give the same sequence as one page, packed or not.
     let whole = read_all(&mut client, &job, 100_000).await;
     assert_eq!(read_all(&mut client, &job, 7).await, whole);
+    assert_eq!(read_pages(&mut client, &job, 7, true).await, whole);
+    assert_eq!(read_pages(&mut client, &job, 100_000, true).await, whole);
 
-    // A watcher starting at solution 700 gets the rest, in the same order.
-    let mut stream = client
-        .watch_job(pb::WatchJobRequest {
+    // A watcher starting at solution 700 gets the rest, in the same order,
+    // packed or not.
+    for packed in [false, true] {
+        let (watched, summary) = watch_from(&mut client, &job, 700, packed).await;
+        assert_eq!(watched, whole[700..].to_vec(), "packed: {packed}");
+        assert_eq!(summary.solutions, 724);
+    }
+
+    // The packed form has no option text.
+    let refused = client
+        .list_job_solutions(pb::ListJobSolutionsRequest {
             job_id: job.clone(),
-            include_solutions: true,
-            from_solution: 700,
+            include_option_text: true,
+            packed_solutions: true,
             ..Default::default()
         })
         .await
-        .expect("WatchJob")
-        .into_inner();
-    let mut watched = Vec::new();
-    let mut summary = None;
-    while let Some(message) = stream.message().await.expect("a watch message") {
-        match message.event {
-            Some(pb::watch_job_response::Event::Solutions(batch)) => {
-                watched.extend(batch.solutions.into_iter().map(|s| s.option_indices))
-            }
-            Some(pb::watch_job_response::Event::Summary(s)) => summary = Some(s),
-            _ => {}
-        }
-    }
-    assert_eq!(watched, whole[700..].to_vec());
-    assert_eq!(summary.expect("a summary").solutions, 724);
+        .expect_err("packed with option text");
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(
+        refused.message().contains("packed_solutions"),
+        "{}",
+        refused.message()
+    );
 
     // Bad tokens name the field.
     let bad = client
@@ -447,6 +501,8 @@ async fn stored_solutions_page_watch_from_an_index_and_delete() {
         (724, pb::EndReason::Complete as i32)
     );
     assert_eq!(read_all(&mut client, &job, 1000).await, whole);
+    assert_eq!(read_pages(&mut client, &job, 1000, true).await, whole);
+    assert_eq!(watch_from(&mut client, &job, 0, true).await.0, whole);
     let listed = client
         .list_jobs(pb::ListJobsRequest::default())
         .await

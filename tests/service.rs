@@ -21,6 +21,8 @@
 // set them all, so that they keep compiling as the contract grows.
 #![allow(clippy::needless_update)]
 
+mod common;
+
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -343,45 +345,15 @@ fn pairs(n: usize) -> String {
     text
 }
 
-/// The solutions of a batch in the packed form (little-endian indices of
-/// `packed_index_bytes` bytes, and a length per solution), as Solution
-/// messages.
+/// The solutions of a batch in the packed form, as Solution messages.
 fn unpack(batch: &pb::SolutionBatch) -> Vec<pb::Solution> {
-    let bytes = &batch.packed_indices;
-    let width = batch.packed_index_bytes as usize;
-    if batch.packed_lengths.is_empty() {
-        assert!(bytes.is_empty(), "packed indices without lengths");
-        return Vec::new();
-    }
-    assert!(
-        [1, 2, 4].contains(&width),
-        "packed_index_bytes {width} in a packed batch"
-    );
-    assert_eq!(bytes.len() % width, 0, "{width} bytes per packed index");
-    let indices: Vec<u32> = bytes
-        .chunks_exact(width)
-        .map(|b| {
-            let mut word = [0u8; 4];
-            word[..width].copy_from_slice(b);
-            u32::from_le_bytes(word)
+    common::packed::unpack(batch)
+        .into_iter()
+        .map(|option_indices| pb::Solution {
+            option_indices,
+            option_texts: Vec::new(),
         })
-        .collect();
-    let mut start = 0;
-    let solutions = batch
-        .packed_lengths
-        .iter()
-        .map(|&n| {
-            let end = start + n as usize;
-            let option_indices = indices[start..end].to_vec();
-            start = end;
-            pb::Solution {
-                option_indices,
-                option_texts: Vec::new(),
-            }
-        })
-        .collect();
-    assert_eq!(start, indices.len(), "the lengths add up to the indices");
-    solutions
+        .collect()
 }
 
 fn enum_event(r: pb::EnumerateResponse) -> Event {
@@ -622,23 +594,33 @@ async fn check_job(
     .job_id;
     assert!(!id.is_empty(), "{name}: job id");
 
-    let mut watch = within(
-        "WatchJob",
-        STEP,
-        client.watch_job(pb::WatchJobRequest {
-            job_id: id.clone(),
-            include_solutions: true,
-            progress_interval_seconds: 0.05,
-            ..Default::default()
-        }),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{name}: WatchJob: {e:?}"))
-    .into_inner();
+    // Two watchers from the start, the second asking for the packed form.
+    let mut watchers = Vec::new();
+    for packed in [false, true] {
+        let watch = within(
+            "WatchJob",
+            STEP,
+            client.watch_job(pb::WatchJobRequest {
+                job_id: id.clone(),
+                include_solutions: true,
+                progress_interval_seconds: 0.05,
+                packed_solutions: packed,
+                ..Default::default()
+            }),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name}: WatchJob: {e:?}"))
+        .into_inner();
+        watchers.push(watch);
+    }
     let mut ev = Events::default();
-    drain(&mut watch, STREAM, &mut ev, watch_event)
+    drain(&mut watchers[0], STREAM, &mut ev, watch_event)
         .await
         .unwrap_or_else(|e| panic!("{name}: WatchJob stream: {e:?}"));
+    let mut packed_ev = Events::default();
+    drain(&mut watchers[1], STREAM, &mut packed_ev, watch_event)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: packed WatchJob stream: {e:?}"));
     let summary = ev.summary().clone();
     assert_eq!(summary.solutions, expected, "{name}: job summary count");
     assert!(summary.exhausted, "{name}: job exhausted");
@@ -679,10 +661,41 @@ async fn check_job(
             assert!(all.contains(&indices(s)), "{name}: unknown kept solution");
         }
     }
-    // WatchJob streamed the same kept solutions, in the same order.
+    // WatchJob streamed the same kept solutions, in the same order, packed
+    // or not, while the job ran and after it ended.
     let watched: Vec<Vec<u32>> = ev.solutions.iter().map(indices).collect();
     let read: Vec<Vec<u32>> = got.solutions.iter().map(indices).collect();
     assert_eq!(watched, read, "{name}: WatchJob vs GetJob solutions");
+    let packed: Vec<Vec<u32>> = packed_ev.solutions.iter().map(indices).collect();
+    assert_eq!(packed, read, "{name}: packed WatchJob vs GetJob solutions");
+    let width = match problem.options().len() {
+        0..=0x100 => 1,
+        0x101..=0x1_0000 => 2,
+        _ => 4,
+    };
+    if !read.is_empty() {
+        assert_eq!(
+            packed_ev.index_bytes,
+            [width].into(),
+            "{name}: the packed watcher's batches"
+        );
+    }
+    let mut replay = client
+        .watch_job(pb::WatchJobRequest {
+            job_id: id.clone(),
+            include_solutions: true,
+            packed_solutions: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{name}: WatchJob of the ended job: {e:?}"))
+        .into_inner();
+    let mut replay_ev = Events::default();
+    drain(&mut replay, STREAM, &mut replay_ev, watch_event)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: WatchJob of the ended job: {e:?}"));
+    let replayed: Vec<Vec<u32>> = replay_ev.solutions.iter().map(indices).collect();
+    assert_eq!(replayed, read, "{name}: packed WatchJob of the ended job");
 
     // max_solutions truncates.
     if kept > 1 {

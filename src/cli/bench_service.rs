@@ -235,27 +235,8 @@ async fn durability(dir: &Path, out: Rows) -> Result<(), CliError> {
         )));
     }
     let mut client = client(server.addr).await?;
-    let start = Instant::now();
-    let mut read = 0u64;
-    let mut token = String::new();
-    loop {
-        let page = client
-            .list_job_solutions(pb::ListJobSolutionsRequest {
-                job_id: job.job_id.clone(),
-                page_size: 100_000,
-                page_token: token,
-                include_option_text: false,
-            })
-            .await
-            .map_err(|e| CliError::Failed(e.to_string()))?
-            .into_inner();
-        read += page.solutions.len() as u64;
-        token = page.next_page_token;
-        if token.is_empty() {
-            break;
-        }
-    }
-    let read_s = start.elapsed().as_secs_f64();
+    let (read, read_s) = read_stored(&mut client, &job.job_id, false).await?;
+    let (packed_read, packed_read_s) = read_stored(&mut client, &job.job_id, true).await?;
     let _ = server.shutdown().await;
     let bytes: u64 = std::fs::read_dir(&data)
         .map_err(|e| CliError::Failed(e.to_string()))?
@@ -263,9 +244,9 @@ async fn durability(dir: &Path, out: Rows) -> Result<(), CliError> {
         .map(|m| m.len())
         .sum();
     let _ = std::fs::remove_dir_all(&data);
-    if read != solutions {
+    if read != solutions || packed_read != solutions {
         return Err(CliError::Failed(format!(
-            "{name}: read back {read} of {solutions} stored solutions"
+            "{name}: read back {read} (packed: {packed_read}) of {solutions} stored solutions"
         )));
     }
     out.row(
@@ -281,12 +262,13 @@ async fn durability(dir: &Path, out: Rows) -> Result<(), CliError> {
             "store_bytes": bytes,
             "bytes_per_solution": num(bytes as f64 / solutions.max(1) as f64),
             "read_s": num(read_s),
+            "packed_read_s": num(packed_read_s),
         }),
     );
     out.text("");
     out.text("durable jobs (SubmitJob, 2 workers): every solution stored vs kept in memory");
     out.text(format_args!(
-        "{:<9} {:>10} {:>9} {:>9} {:>6} {:>10} {:>10} {:>11} {:>6} {:>7}",
+        "{:<9} {:>10} {:>9} {:>9} {:>6} {:>10} {:>10} {:>11} {:>6} {:>7} {:>13}",
         "instance",
         "solutions",
         "memory s",
@@ -296,10 +278,11 @@ async fn durability(dir: &Path, out: Rows) -> Result<(), CliError> {
         "store cpu s",
         "store bytes",
         "B/sol",
-        "read s"
+        "read s",
+        "packed read s"
     ));
     out.text(format_args!(
-        "{:<9} {:>10} {:>9.3} {:>9.3} {:>6.2} {:>10.2} {:>10.2} {:>11} {:>6.1} {:>7.3}",
+        "{:<9} {:>10} {:>9.3} {:>9.3} {:>6.2} {:>10.2} {:>10.2} {:>11} {:>6.1} {:>7.3} {:>13.3}",
         name,
         solutions,
         memory_s,
@@ -309,9 +292,44 @@ async fn durability(dir: &Path, out: Rows) -> Result<(), CliError> {
         stored_cpu,
         bytes,
         bytes as f64 / solutions.max(1) as f64,
-        read_s
+        read_s,
+        packed_read_s
     ));
     Ok(())
+}
+
+/// Reads every stored solution of a job with ListJobSolutions, in pages of
+/// 100,000, one message per solution or packed: how many, in how long.
+async fn read_stored(
+    client: &mut SolverServiceClient<tonic::transport::Channel>,
+    job_id: &str,
+    packed: bool,
+) -> Result<(u64, f64), CliError> {
+    let start = Instant::now();
+    let mut read = 0u64;
+    let mut token = String::new();
+    loop {
+        let page = client
+            .list_job_solutions(pb::ListJobSolutionsRequest {
+                job_id: job_id.to_string(),
+                page_size: 100_000,
+                page_token: token,
+                include_option_text: false,
+                packed_solutions: packed,
+            })
+            .await
+            .map_err(|e| CliError::Failed(e.to_string()))?
+            .into_inner();
+        read += match page.packed {
+            Some(batch) if packed => batch.packed_lengths.len(),
+            _ => page.solutions.len(),
+        } as u64;
+        token = page.next_page_token;
+        if token.is_empty() {
+            break;
+        }
+    }
+    Ok((read, start.elapsed().as_secs_f64()))
 }
 
 fn dlx(text: String) -> Option<pb::Problem> {

@@ -214,6 +214,15 @@ pub fn packed_solutions(batch: Solutions, index_bytes: u32) -> pb::SolutionBatch
     }
 }
 
+/// Solutions given one list of option indices each (kept or stored ones),
+/// in SolutionBatch's packed form (see [`packed_solutions`]).
+pub fn packed_lists<'a>(
+    lists: impl IntoIterator<Item = &'a [u32]>,
+    index_bytes: u32,
+) -> pb::SolutionBatch {
+    packed_solutions(lists.into_iter().collect(), index_bytes)
+}
+
 /// The low `N` bytes of each index, little-endian, one after another.
 fn narrow<const N: usize>(indices: &[u32]) -> prost::bytes::Bytes {
     let mut out = vec![0u8; indices.len() * N];

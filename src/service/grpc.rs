@@ -417,6 +417,7 @@ impl SolverService for SolverApi {
         let entry = self.find(&req.job_id, &caller)?;
         let pool = self.pool.clone();
         let span = tracing::info_span!("job", id = entry.id(), rpc = "WatchJob");
+        let packed = req.packed_solutions;
         let durable = match &entry {
             Entry::Live(job) => job.spec.durable,
             Entry::Ended(record) => record.durable(),
@@ -428,6 +429,7 @@ impl SolverService for SolverApi {
                 store,
                 entry,
                 from: req.from_solution,
+                packed,
                 interval,
                 deadline,
             };
@@ -442,9 +444,12 @@ impl SolverService for SolverApi {
         Ok(stream_from(span, move |tx| async move {
             match entry {
                 Entry::Live(job) => {
-                    watch(pool, job, req.include_solutions, interval, deadline, tx).await
+                    let solutions = req.include_solutions.then_some(packed);
+                    watch(pool, job, solutions, interval, deadline, tx).await
                 }
-                Entry::Ended(record) => replay(&record, req.include_solutions, tx).await,
+                Entry::Ended(record) => {
+                    replay(&record, req.include_solutions.then_some(packed), tx).await
+                }
             }
         }))
     }
@@ -565,6 +570,11 @@ impl SolverService for SolverApi {
             )));
         }
         let size = status::count("page_size", req.page_size, DEFAULT_PAGE, MAX_PAGE)?;
+        if req.packed_solutions && req.include_option_text {
+            return Err(status::invalid(
+                "packed_solutions: the packed form has no option text; ask for one or the other",
+            ));
+        }
         let from = match req.page_token.as_str() {
             "" => 0,
             token => parse_page_token(token, entry.id()).ok_or_else(|| {
@@ -574,15 +584,24 @@ impl SolverService for SolverApi {
                 ))
             })?,
         };
-        let problem = match req.include_option_text {
+        let problem = match req.include_option_text || req.packed_solutions {
             true => Some(stored_problem(store.clone(), entry.clone()).await?),
             false => None,
         };
-        let solutions = stored_solutions(store, entry.id(), from, size, problem).await?;
-        let next = from + solutions.len() as u64;
+        let lists = stored_lists(store, entry.id(), from, size).await?;
+        let next = from + lists.len() as u64;
         let more = !ended || next < committed;
+        let (solutions, packed) = match &problem {
+            Some(problem) if req.packed_solutions => {
+                let index_bytes = convert::packed_index_bytes(problem);
+                let batch = convert::packed_lists(lists.iter().map(Vec::as_slice), index_bytes);
+                (Vec::new(), Some(batch))
+            }
+            _ => (solution_messages(lists, problem.as_deref()), None),
+        };
         Ok(Response::new(pb::ListJobSolutionsResponse {
             solutions,
+            packed,
             first_index: from,
             next_page_token: if more {
                 page_token(entry.id(), next)
@@ -685,22 +704,39 @@ async fn stored_solutions(
     max: usize,
     problem: Option<Arc<Problem>>,
 ) -> Result<Vec<pb::Solution>, Status> {
+    let lists = stored_lists(store, id, from, max).await?;
+    Ok(solution_messages(lists, problem.as_deref()))
+}
+
+/// Up to `max` stored solutions of durable job `id` from index `from` on,
+/// as lists of option indices.
+async fn stored_lists(
+    store: Arc<dyn JobStore>,
+    id: JobId,
+    from: u64,
+    max: usize,
+) -> Result<Vec<Vec<u32>>, Status> {
     blocking(move || {
-        let indices = store
+        store
             .solutions(id, from, max)
-            .map_err(|e: StoreError| Status::internal(e.to_string()))?;
-        Ok(indices
-            .into_iter()
-            .map(|option_indices| match &problem {
-                Some(problem) => convert::solution(problem, &option_indices, true),
-                None => pb::Solution {
-                    option_indices,
-                    option_texts: Vec::new(),
-                },
-            })
-            .collect())
+            .map_err(|e: StoreError| Status::internal(e.to_string()))
     })
     .await
+}
+
+/// One Solution message per list, with its options' text if `problem` is
+/// given.
+fn solution_messages(lists: Vec<Vec<u32>>, problem: Option<&Problem>) -> Vec<pb::Solution> {
+    lists
+        .into_iter()
+        .map(|option_indices| match problem {
+            Some(problem) => convert::solution(problem, &option_indices, true),
+            None => pb::Solution {
+                option_indices,
+                option_texts: Vec::new(),
+            },
+        })
+        .collect()
 }
 
 /// A WatchJob call on a durable job: its stored solutions from an index on,
@@ -710,6 +746,8 @@ struct StoredWatch {
     store: Arc<dyn JobStore>,
     entry: Entry,
     from: u64,
+    /// Send solutions in SolutionBatch's packed form.
+    packed: bool,
     interval: Duration,
     deadline: Option<Instant>,
 }
@@ -749,27 +787,25 @@ impl StoredWatch {
                         }
                     }
                 }
-                let id = self.entry.id();
-                let batch = match stored_solutions(
-                    self.store.clone(),
-                    id,
-                    next,
-                    max,
-                    problem.clone(),
-                )
-                .await
+                let lists = match stored_lists(self.store.clone(), self.entry.id(), next, max).await
                 {
-                    Ok(batch) if !batch.is_empty() => batch,
+                    Ok(lists) if !lists.is_empty() => lists,
                     Ok(_) => break,
                     Err(status) => {
                         let _ = tx.send(Err(status)).await;
                         return;
                     }
                 };
-                next += batch.len() as u64;
-                let event = E::Solutions(pb::SolutionBatch {
-                    solutions: batch,
-                    ..Default::default()
+                next += lists.len() as u64;
+                let problem = problem.as_deref().expect("read above");
+                let event = E::Solutions(if self.packed {
+                    let index_bytes = convert::packed_index_bytes(problem);
+                    convert::packed_lists(lists.iter().map(Vec::as_slice), index_bytes)
+                } else {
+                    pb::SolutionBatch {
+                        solutions: solution_messages(lists, Some(problem)),
+                        ..Default::default()
+                    }
                 });
                 if !send_until(&tx, wrap(event), deadline).await {
                     return deadline_passed(&tx, deadline).await;
@@ -999,18 +1035,25 @@ async fn deadline_passed<T>(tx: &mpsc::Sender<Result<T, Status>>, deadline: Inst
 
 /// Feeds a WatchJob call on an ended job: its kept solutions if asked,
 /// then its last progress and its summary.
+/// `solutions`: send the kept solutions, packed (true) or not.
 async fn replay(
     record: &Record,
-    include_solutions: bool,
+    solutions: Option<bool>,
     tx: mpsc::Sender<Result<pb::WatchJobResponse, Status>>,
 ) {
     use pb::watch_job_response::Event as E;
     let mut events = Vec::new();
-    if include_solutions && !record.solutions.is_empty() {
-        events.push(E::Solutions(pb::SolutionBatch {
+    match solutions {
+        _ if record.solutions.is_empty() => {}
+        Some(true) => events.push(E::Solutions(convert::packed_lists(
+            record.solutions.iter().map(|s| s.option_indices.as_slice()),
+            record.packed_index_bytes,
+        ))),
+        Some(false) => events.push(E::Solutions(pb::SolutionBatch {
             solutions: record.solutions.clone(),
             ..Default::default()
-        }));
+        })),
+        None => {}
     }
     events.extend(record.message.progress.map(E::Progress));
     events.extend(record.message.summary.clone().map(E::Summary));
@@ -1025,11 +1068,12 @@ async fn replay(
     }
 }
 
-/// Feeds one WatchJob call. Watching never stops the job.
+/// Feeds one WatchJob call. Watching never stops the job. `solutions`:
+/// send the kept solutions, packed (true) or not.
 async fn watch(
     pool: Arc<Pool>,
     job: Arc<Job>,
-    include_solutions: bool,
+    solutions: Option<bool>,
     interval: Duration,
     deadline: Option<Instant>,
     tx: mpsc::Sender<Result<pb::WatchJobResponse, Status>>,
@@ -1041,16 +1085,21 @@ async fn watch(
     let mut sent = 0;
     let mut next_progress = Instant::now();
     loop {
-        if include_solutions {
+        if let Some(packed) = solutions {
             let fresh = job.kept_from(sent);
             if !fresh.is_empty() {
                 sent += fresh.len();
-                let batch = pb::SolutionBatch {
-                    solutions: fresh
-                        .iter()
-                        .map(|s| convert::solution(&job.problem, s, true))
-                        .collect(),
-                    ..Default::default()
+                let batch = if packed {
+                    let index_bytes = convert::packed_index_bytes(&job.problem);
+                    convert::packed_lists(fresh.iter().map(|s| &s[..]), index_bytes)
+                } else {
+                    pb::SolutionBatch {
+                        solutions: fresh
+                            .iter()
+                            .map(|s| convert::solution(&job.problem, s, true))
+                            .collect(),
+                        ..Default::default()
+                    }
                 };
                 if !send_until(&tx, wrap(E::Solutions(batch)), deadline).await {
                     return deadline_passed(&tx, deadline).await;
@@ -1067,7 +1116,7 @@ async fn watch(
             next_progress = Instant::now() + interval;
         }
         if let Some(summary) = summary {
-            if include_solutions && !job.kept_from(sent).is_empty() {
+            if solutions.is_some() && !job.kept_from(sent).is_empty() {
                 continue;
             }
             if !send_until(&tx, wrap(E::Summary(convert::summary(&summary))), deadline).await {

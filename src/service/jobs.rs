@@ -55,6 +55,10 @@ pub struct Record {
     /// Its kept solutions, with their options' text (a durable job's are
     /// in the store).
     pub solutions: Vec<pb::Solution>,
+    /// Bytes per index of its solutions in SolutionBatch's packed form (0
+    /// for a record read back from the store: its solutions are read there,
+    /// with its problem).
+    pub packed_index_bytes: u32,
     bytes: usize,
     ended: Instant,
 }
@@ -74,6 +78,7 @@ impl Record {
             owner: Caller(job.request.owner.as_deref().map(Arc::from)),
             message,
             solutions: Vec::new(),
+            packed_index_bytes: 0,
             bytes: 0,
             ended: Instant::now(),
         })
@@ -321,6 +326,7 @@ impl JobRegistry {
             owner: job.spec.owner.clone(),
             message: message(&self.pool, job),
             solutions,
+            packed_index_bytes: convert::packed_index_bytes(&job.problem),
             bytes,
             ended: job
                 .summary()

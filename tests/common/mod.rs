@@ -22,6 +22,7 @@ pub mod hidato;
 pub mod hitori;
 pub mod latin;
 pub mod oracle;
+pub mod packed;
 pub mod queens;
 pub mod rng;
 pub mod slitherlink;
