@@ -222,3 +222,42 @@ fn numbers_out_of_range_are_usage_errors_not_panics() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(text(&out.stdout), "92\n");
 }
+
+/// `solve --server` prints the same solutions as a solve in this process
+/// (as sets: two server threads may find them in another order). It asks
+/// for the packed form, here with indices of 1 byte (queens8's 92
+/// solutions) and of 2 (sudoku_hard17's 729 options).
+#[test]
+fn solve_on_a_server_prints_the_solutions_of_a_local_solve() {
+    use xccd::service::server::{start, ServeConfig};
+    use xccd::service::PoolConfig;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime
+        .block_on(start(ServeConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            pool: PoolConfig {
+                threads: 2,
+                ..PoolConfig::default()
+            },
+            ..ServeConfig::default()
+        }))
+        .expect("a server on loopback");
+    let url = format!("http://{}", server.addr);
+    for (file, count) in [
+        ("examples/queens8.dlx", 92),
+        ("../shared/bench/instances/sudoku_hard17.dlx", 1),
+    ] {
+        let args = ["solve", file, "--all", "--quiet", "--format", "indices"];
+        let lines = |output: Output| {
+            assert!(output.status.success(), "{file}: {output:?}");
+            let mut lines: Vec<String> = text(&output.stdout).lines().map(String::from).collect();
+            lines.sort();
+            lines
+        };
+        let local = lines(xccd(&args, ""));
+        let remote = lines(xccd(&[&args[..], &["--server", &url]].concat(), ""));
+        assert_eq!(local.len(), count, "{file}");
+        assert_eq!(remote, local, "{file}: the server's solutions");
+    }
+    runtime.block_on(server.shutdown()).expect("clean shutdown");
+}

@@ -178,6 +178,8 @@ pub enum StreamEvent<S> {
     Solutions(Vec<S>),
     Progress(pb::Progress),
     Summary(pb::Summary),
+    /// A message that breaks the contract (what is wrong with it).
+    Malformed(String),
     Nothing,
 }
 
@@ -187,12 +189,28 @@ pub trait Streamed {
     fn event(self) -> StreamEvent<Self::Solution>;
 }
 
+/// Enumerate's solutions are their option indices, sent one message each or
+/// in the packed form.
 impl Streamed for pb::EnumerateResponse {
-    type Solution = pb::Solution;
-    fn event(self) -> StreamEvent<pb::Solution> {
+    type Solution = Vec<u32>;
+    fn event(self) -> StreamEvent<Vec<u32>> {
         use pb::enumerate_response::Event as E;
         match self.event {
-            Some(E::Solutions(batch)) => StreamEvent::Solutions(batch.solutions),
+            Some(E::Solutions(batch)) if batch.solutions.is_empty() => {
+                match xccd::service::convert::unpack(batch) {
+                    Ok(solutions) => {
+                        StreamEvent::Solutions(solutions.iter().map(<[u32]>::to_vec).collect())
+                    }
+                    Err(e) => StreamEvent::Malformed(e),
+                }
+            }
+            Some(E::Solutions(batch)) => StreamEvent::Solutions(
+                batch
+                    .solutions
+                    .into_iter()
+                    .map(|s| s.option_indices)
+                    .collect(),
+            ),
             Some(E::Progress(p)) => StreamEvent::Progress(p),
             Some(E::Summary(s)) => StreamEvent::Summary(s),
             None => StreamEvent::Nothing,
@@ -244,6 +262,10 @@ pub async fn drain<M: Streamed>(
             }
             StreamEvent::Progress(p) => bar.update(p.solutions, p.nodes, p.fraction_done),
             StreamEvent::Summary(summary) => break summary,
+            StreamEvent::Malformed(what) => {
+                bar.finish();
+                return Err(CliError::Failed(format!("{url}: {what}")));
+            }
             StreamEvent::Nothing => {}
         }
     };
@@ -291,6 +313,9 @@ pub fn run_remote(
         max_nodes: args.max_nodes.unwrap_or(0),
         progress_interval_seconds: 0.2,
         engine: args.at.engine.proto(),
+        // Solutions are written from their indices with the problem read
+        // here: the packed form is all they need, and the cheapest.
+        packed_solutions: !args.count,
         ..Default::default()
     };
     let mut options = Vec::new();
@@ -307,7 +332,7 @@ pub fn run_remote(
             .into_inner();
         drain(url, stream, args.quiet, |solution| {
             options.clear();
-            options.extend(solution.option_indices.iter().map(|&o| o as usize));
+            options.extend(solution.iter().map(|&o| o as usize));
             writer.write(&options)
         })
         .await

@@ -223,6 +223,39 @@ pub fn packed_lists<'a>(
     packed_solutions(lists.into_iter().collect(), index_bytes)
 }
 
+/// The solutions of a batch in SolutionBatch's packed form, as a client
+/// reads them: indices of 1, 2 or 4 bytes, exactly as many bytes as the
+/// lengths announce (a server is not trusted to send that).
+pub fn unpack(batch: pb::SolutionBatch) -> Result<Solutions, String> {
+    if batch.packed_lengths.is_empty() && batch.packed_indices.is_empty() {
+        return Ok(Solutions::new());
+    }
+    let width = batch.packed_index_bytes as usize;
+    if !matches!(width, 1 | 2 | 4) {
+        return Err(format!(
+            "a packed batch with packed_index_bytes {width} (expected 1, 2 or 4)"
+        ));
+    }
+    let indices: u64 = batch.packed_lengths.iter().map(|&n| u64::from(n)).sum();
+    if indices * width as u64 != batch.packed_indices.len() as u64 {
+        return Err(format!(
+            "a packed batch of {indices} indices of {width} bytes came in {} bytes",
+            batch.packed_indices.len()
+        ));
+    }
+    let indices = batch
+        .packed_indices
+        .chunks_exact(width)
+        .map(|bytes| {
+            let mut word = [0u8; 4];
+            word[..width].copy_from_slice(bytes);
+            u32::from_le_bytes(word)
+        })
+        .collect();
+    Solutions::from_parts(indices, batch.packed_lengths)
+        .ok_or_else(|| "a packed batch whose lengths do not add up".to_string())
+}
+
 /// The low `N` bytes of each index, little-endian, one after another.
 fn narrow<const N: usize>(indices: &[u32]) -> prost::bytes::Bytes {
     let mut out = vec![0u8; indices.len() * N];
@@ -443,4 +476,50 @@ pub fn interval(field: &str, seconds: f64) -> Result<Duration, Status> {
     } else {
         Duration::from_secs_f64(seconds.max(0.01))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn solutions(lists: &[&[u32]]) -> Solutions {
+        lists.iter().copied().collect()
+    }
+
+    #[test]
+    fn packed_batches_unpack_to_their_solutions_at_every_width() {
+        let lists: &[&[u32]] = &[&[0, 7, 255], &[], &[3]];
+        for width in [1, 2, 4] {
+            let batch = packed_solutions(solutions(lists), width);
+            assert_eq!(batch.packed_index_bytes, width);
+            let back = unpack(batch).unwrap();
+            assert_eq!(back.iter().collect::<Vec<_>>(), lists.to_vec());
+        }
+        let wide: &[&[u32]] = &[&[65_535, 70_000], &[1]];
+        let back = unpack(packed_solutions(solutions(wide), 4)).unwrap();
+        assert_eq!(back.iter().collect::<Vec<_>>(), wide.to_vec());
+        assert!(unpack(pb::SolutionBatch::default()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn malformed_packed_batches_are_refused_with_what_is_wrong() {
+        let good = || packed_solutions(solutions(&[&[1, 2, 3], &[4]]), 2);
+        let mut short = good();
+        short.packed_indices = short.packed_indices.slice(..6);
+        let mut long = good();
+        long.packed_lengths = vec![3];
+        let mut width = good();
+        width.packed_index_bytes = 3;
+        let mut none = good();
+        none.packed_index_bytes = 0;
+        for (batch, says) in [
+            (short, "came in 6 bytes"),
+            (long, "came in 8 bytes"),
+            (width, "packed_index_bytes 3"),
+            (none, "packed_index_bytes 0"),
+        ] {
+            let error = unpack(batch).unwrap_err();
+            assert!(error.contains(says), "{error}");
+        }
+    }
 }
