@@ -50,6 +50,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use xccd::puzzles::latin::LatinPuzzle;
 use xccd::puzzles::Encoded;
+use xccd::service::convert;
 use xccd::service::pool::PoolConfig;
 use xccd::service::proto as pb;
 use xccd::service::proto::solver_service_client::SolverServiceClient;
@@ -370,20 +371,8 @@ pub async fn count_with(
         match message.event {
             Some(pb::enumerate_response::Event::Solutions(batch)) => {
                 messages += 1;
-                let width = batch.packed_index_bytes as usize;
-                if ![1, 2, 4].contains(&width) {
-                    return Err(format!("packed_index_bytes {width}: expected 1, 2 or 4").into());
-                }
-                // A server is not trusted to send what it says: indices
-                // missing from the bytes would sign squares wrongly.
-                let indices: u64 = batch.packed_lengths.iter().map(|&n| u64::from(n)).sum();
-                if indices * width as u64 != batch.packed_indices.len() as u64 {
-                    return Err(format!(
-                        "a packed batch of {indices} indices of {width} bytes came in {} bytes",
-                        batch.packed_indices.len()
-                    )
-                    .into());
-                }
+                // Indices missing from the bytes would sign squares wrongly.
+                let width = convert::packed_width(&batch)?;
                 bar.inc(batch.packed_lengths.len() as u64);
                 if to_signer
                     .send((batch.packed_indices, width, batch.packed_lengths))

@@ -474,14 +474,7 @@ async fn stream_all(
         if let Some(pb::enumerate_response::Event::Solutions(batch)) = message.event {
             received += if packed {
                 // The indices are all there, as wide as the batch says.
-                let indices: u64 = batch.packed_lengths.iter().map(|&n| u64::from(n)).sum();
-                let bytes = indices * u64::from(batch.packed_index_bytes);
-                if bytes != batch.packed_indices.len() as u64 {
-                    return Err(CliError::Failed(format!(
-                        "a packed batch of {indices} indices in {} bytes",
-                        batch.packed_indices.len()
-                    )));
-                }
+                xccd::service::convert::packed_width(&batch).map_err(CliError::Failed)?;
                 batch.packed_lengths.len()
             } else {
                 batch.solutions.len()

@@ -223,13 +223,10 @@ pub fn packed_lists<'a>(
     packed_solutions(lists.into_iter().collect(), index_bytes)
 }
 
-/// The solutions of a batch in SolutionBatch's packed form, as a client
-/// reads them: indices of 1, 2 or 4 bytes, exactly as many bytes as the
-/// lengths announce (a server is not trusted to send that).
-pub fn unpack(batch: pb::SolutionBatch) -> Result<Solutions, String> {
-    if batch.packed_lengths.is_empty() && batch.packed_indices.is_empty() {
-        return Ok(Solutions::new());
-    }
+/// The bytes per index of a batch in SolutionBatch's packed form, checked
+/// as a client must (a server is not trusted to send what it says): 1, 2
+/// or 4, and exactly as many bytes as the lengths announce.
+pub fn packed_width(batch: &pb::SolutionBatch) -> Result<usize, String> {
     let width = batch.packed_index_bytes as usize;
     if !matches!(width, 1 | 2 | 4) {
         return Err(format!(
@@ -243,6 +240,16 @@ pub fn unpack(batch: pb::SolutionBatch) -> Result<Solutions, String> {
             batch.packed_indices.len()
         ));
     }
+    Ok(width)
+}
+
+/// The solutions of a batch in SolutionBatch's packed form, as a client
+/// reads them, checked by [`packed_width`].
+pub fn unpack(batch: pb::SolutionBatch) -> Result<Solutions, String> {
+    if batch.packed_lengths.is_empty() && batch.packed_indices.is_empty() {
+        return Ok(Solutions::new());
+    }
+    let width = packed_width(&batch)?;
     let indices = batch
         .packed_indices
         .chunks_exact(width)
