@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use xccd::xcc::{
-    dlx_format, Collect, CountOnly, Layout, ProblemBuilder, RunConfig, Solver, Stats, Task,
+    dlx_format, Collect, CountOnly, Engine, Layout, ProblemBuilder, RunConfig, Solver, Stats, Task,
 };
 
 fn bench_dir() -> PathBuf {
@@ -62,6 +62,46 @@ fn benchmark_instances_match_knuths_counts() {
         checked, 25,
         "every instance of the reference table was checked"
     );
+}
+
+/// Every instance of SSXCC's reference table: the cells engine follows
+/// SSXCC step by step, so its solutions, nodes and updates equal SSXCC's, in
+/// either layout (the 16-bit one every instance fits, and the 32-bit one
+/// larger problems get).
+#[test]
+fn benchmark_instances_match_ssxcc_counts_in_both_layouts() {
+    let table = std::fs::read_to_string(bench_dir().join("ssxcc-reference.tsv"))
+        .expect("../shared/bench/ssxcc-reference.tsv is part of the project's shared data");
+    let mut checked = 0;
+    for line in table.lines() {
+        if line.starts_with('#') || line.starts_with("case") || line.trim().is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = line.split('\t').collect();
+        let name = f[0];
+        let num = |i: usize| f[i].parse::<u64>().unwrap();
+        let path = bench_dir().join("instances").join(format!("{name}.dlx"));
+        let problem = dlx_format::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let mut layouts = vec![Layout::Narrow];
+        // The wide layout on the quicker instances (the largest take
+        // seconds each, and the oracle and split tests run both layouts on
+        // random problems).
+        if num(3) < 100_000_000 {
+            layouts.push(Layout::Wide);
+        }
+        for layout in layouts {
+            let mut solver = Solver::with_engine_layout(&problem, Engine::Cells, layout).unwrap();
+            assert_eq!(solver.layout(), layout, "{name}");
+            let stats = solver
+                .run(&Task::root(), &RunConfig::default(), &mut CountOnly)
+                .expect("root task is valid")
+                .stats;
+            let row = (stats.solutions, stats.nodes, stats.updates);
+            assert_eq!(row, (num(1), num(2), num(3)), "{name} ({layout:?})");
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 22, "every instance of the reference table");
 }
 
 /// n queens as exact cover: rows and columns primary, diagonals secondary.
@@ -238,4 +278,48 @@ fn large_problems_get_wide_nodes() {
         .unwrap()
         .stats;
     assert_eq!(stats.solutions, 2);
+
+    // The cells engine: both problems are too large for 16-bit cells.
+    for (problem, solutions) in [(&many_options, 40_000), (&many_items, 2)] {
+        let mut solver = Solver::with_engine(problem, Engine::Cells).unwrap();
+        assert_eq!(solver.layout(), Layout::Wide);
+        let stats = solver
+            .run(&Task::root(), &RunConfig::default(), &mut CountOnly)
+            .unwrap()
+            .stats;
+        assert_eq!(stats.solutions, solutions);
+    }
+}
+
+/// 16-bit cells hold item numbers as nonnegative `i16`s: the cells
+/// engine's `set` (two words per item and one per item occurrence) may
+/// have 32,767 entries, not 32,768. Both problems have 16,382 solutions.
+#[test]
+fn cells_take_16_bit_words_up_to_the_limit() {
+    for (pairs, single, layout) in [
+        (16_381, true, Layout::Narrow),
+        (16_382, false, Layout::Wide),
+    ] {
+        let mut b = ProblemBuilder::new();
+        b.primary("a").unwrap();
+        b.secondary("s").unwrap();
+        for i in 0..pairs {
+            b.option_str(&["a", &format!("s:c{}", i % 7)]).unwrap();
+        }
+        if single {
+            b.option_str(&["a"]).unwrap();
+        }
+        let problem = b.build().unwrap();
+        assert_eq!(
+            problem.entries() + 2 * problem.items().len(),
+            32_767 + usize::from(!single)
+        );
+        let mut solver = Solver::with_engine(&problem, Engine::Cells).unwrap();
+        assert_eq!(solver.layout(), layout);
+        let stats = solver
+            .run(&Task::root(), &RunConfig::default(), &mut CountOnly)
+            .unwrap()
+            .stats;
+        assert_eq!(stats.solutions, 16_382, "{layout:?}");
+    }
 }

@@ -253,6 +253,11 @@ fn check(spec: &Spec, item_perm: &[usize], option_perm: &[usize], seed: u64) {
     // the same way every time.
     if Engine::Cells.supports(&problem) {
         let mut cells = Solver::with_engine(&problem, Engine::Cells).unwrap();
+        assert_eq!(
+            cells.layout(),
+            Layout::Narrow,
+            "small problems fit 16-bit cells"
+        );
         assert_eq!(cells.algorithm(), expected_algorithm);
         let (cells_sequence, cells_stats) = run_all(&mut cells);
         for s in &cells_sequence {
@@ -265,7 +270,11 @@ fn check(spec: &Spec, item_perm: &[usize], option_perm: &[usize], seed: u64) {
         assert_eq!(cells_set, expected, "cells engine vs oracle on\n{problem}");
         assert_eq!(cells_stats.solutions, expected.len() as u64);
         let (again, again_stats) = run_all(&mut cells);
-        assert_eq!((again, again_stats), (cells_sequence, cells_stats));
+        assert_eq!((&again, &again_stats), (&cells_sequence, &cells_stats));
+        // The 32-bit layout (for large problems) runs the same search.
+        let mut wide = Solver::with_engine_layout(&problem, Engine::Cells, Layout::Wide).unwrap();
+        assert_eq!(wide.layout(), Layout::Wide);
+        assert_eq!(run_all(&mut wide), (cells_sequence, cells_stats));
     } else {
         assert!(spec.has_multiplicities());
         assert!(Solver::with_engine(&problem, Engine::Cells).is_err());

@@ -28,8 +28,9 @@ pub struct BenchArgs {
     /// Run each instance this many times and report the fastest.
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
-    /// Force the node layout: `wide` (16-byte nodes, Knuth's) instead of
-    /// the 8-byte nodes that problems of up to 65,535 nodes get.
+    /// Force the layout: `wide` (32-bit fields: 16-byte links nodes as
+    /// Knuth's, 8-byte cells as SSXCC's) instead of the 16-bit fields that
+    /// small problems get.
     #[arg(long, value_enum, default_value_t = LayoutArg::Auto)]
     pub layout: LayoutArg,
     /// Which engine to measure: `links` (checked against Knuth's DLX2/DLX3
@@ -291,12 +292,12 @@ fn measure(
     let mut algorithm = "";
     for _ in 0..repeat.max(1) {
         let start = Instant::now();
-        let mut solver = match (engine, layout) {
-            (Engine::Links, LayoutArg::Wide) => Solver::with_layout(problem, Layout::Wide),
-            _ => {
-                Solver::with_engine(problem, engine).map_err(|e| CliError::Failed(e.to_string()))?
-            }
+        let layout = match layout {
+            LayoutArg::Wide => Layout::Wide,
+            LayoutArg::Auto => Layout::Narrow,
         };
+        let mut solver = Solver::with_engine_layout(problem, engine, layout)
+            .map_err(|e| CliError::Failed(e.to_string()))?;
         algorithm = solver.algorithm();
         let outcome = solver
             .run(&Task::root(), &RunConfig::default(), &mut CountOnly)

@@ -16,6 +16,11 @@
 //!   by spacers whose `itm` is minus the length of the option before them,
 //!   so that `q + itm` jumps back to that option's first cell.
 //!
+//! The arrays are made of [`Word`]s: 16-bit ones for problems small enough
+//! (every benchmark instance; pent6x10 runs about a third faster on an AMD
+//! Zen 3 when its cells take 4 bytes instead of 8 and its arrays fit the
+//! first-level cache), 32-bit ones for any other.
+//!
 //! Every search here follows SSXCC step by step, so a run from the root
 //! visits the same nodes in the same order and counts the same nodes and
 //! updates (a swap of an item out of the active list, or the removal of an
@@ -57,21 +62,85 @@ use super::search::{
 };
 use super::task::{Cut, Decision, Task, ALL};
 
-/// A cell: an item occurrence in an option, or a spacer (`itm < 0`).
+/// The word the engine's arrays are made of: `u16` for problems small
+/// enough (half the memory, so twice as much of the problem in each cache
+/// level), `u32` for any. Values are computed on as `u32`.
+pub(crate) trait Word: Copy + Default + std::fmt::Debug + Send + Sync + 'static {
+    /// Whether a problem whose `set` has `set_len` entries, whose `nd` has
+    /// `cells` cells, whose longest option has `longest` items and that has
+    /// `colors` colors fits this word.
+    fn fits(set_len: usize, cells: usize, longest: usize, colors: usize) -> bool;
+    fn get(self) -> u32;
+    /// The word read as signed (a spacer's offset back).
+    fn signed(self) -> i32;
+    fn put(value: u32) -> Self;
+}
+
+impl Word for u16 {
+    fn fits(set_len: usize, cells: usize, longest: usize, colors: usize) -> bool {
+        // Items (indices into `set`) must read as nonnegative `i16`s.
+        set_len <= i16::MAX as usize
+            && cells <= u16::MAX as usize
+            && longest <= i16::MAX as usize
+            && colors < u16::MAX as usize
+    }
+    #[inline(always)]
+    fn get(self) -> u32 {
+        u32::from(self)
+    }
+    #[inline(always)]
+    fn signed(self) -> i32 {
+        i32::from(self as i16)
+    }
+    #[inline(always)]
+    fn put(value: u32) -> u16 {
+        value as u16
+    }
+}
+
+impl Word for u32 {
+    fn fits(set_len: usize, cells: usize, longest: usize, colors: usize) -> bool {
+        set_len <= i32::MAX as usize
+            && cells <= u32::MAX as usize
+            && longest <= i32::MAX as usize
+            && colors < u32::MAX as usize
+    }
+    #[inline(always)]
+    fn get(self) -> u32 {
+        self
+    }
+    #[inline(always)]
+    fn signed(self) -> i32 {
+        self as i32
+    }
+    #[inline(always)]
+    fn put(value: u32) -> u32 {
+        value
+    }
+}
+
+/// A cell: an item occurrence in an option, or a spacer (`itm` negative
+/// when read as signed).
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C)]
-struct Cell {
-    itm: i32,
-    loc: u32,
+struct Cell<W> {
+    itm: W,
+    loc: W,
 }
 
 /// The arrays `hide` works on, as raw pointers taken once per call.
-#[derive(Clone, Copy)]
-struct Arrays {
-    set: *mut u32,
-    nd: *mut Cell,
-    clr: *const u32,
+struct Arrays<W> {
+    set: *mut W,
+    nd: *mut Cell<W>,
+    clr: *const W,
 }
+
+impl<W> Clone for Arrays<W> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<W> Copy for Arrays<W> {}
 
 /// Which items `hide` updates (`pos < oactive`) and checks (`pos < active`
 /// and primary: `x < second`).
@@ -100,8 +169,8 @@ struct Limits {
 /// whose `itm` is an item or (spacers) the offset back to the first cell
 /// of its option, and whose `loc` is a slot of its item's set.
 #[inline(always)]
-unsafe fn hide_options<const COLORS: bool, const CHECK: bool>(
-    arrays: Arrays,
+unsafe fn hide_options<W: Word, const COLORS: bool, const CHECK: bool>(
+    arrays: Arrays<W>,
     limits: Limits,
     c: u32,
     color: u32,
@@ -114,34 +183,36 @@ unsafe fn hide_options<const COLORS: bool, const CHECK: bool>(
         second,
     } = limits;
     let mut updates = 0u64;
-    let end = c + *set.add(c as usize - 1);
+    let end = c + (*set.add(c as usize - 1)).get();
     for rr in c..end {
-        let tt = *set.add(rr as usize);
+        let tt = (*set.add(rr as usize)).get();
         #[cfg(target_arch = "x86_64")]
         if !COLORS && rr + 1 < end {
             // The next option's cells: their loads start the next chain of
             // dependent loads, so fetch them while this option is walked
             // (pent6x10 2-7 % faster; with colors, where many options are
             // skipped unwalked, MacMahon's squares went 6 % slower).
-            let next = *set.add(rr as usize + 1);
+            let next = (*set.add(rr as usize + 1)).get();
             std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
                 nd.add(next as usize + 1).cast::<i8>(),
             );
         }
-        if COLORS && color != 0 && *clr.add(tt as usize) == color {
+        if COLORS && color != 0 && (*clr.add(tt as usize)).get() == color {
             continue;
         }
         let mut nn = tt + 1;
         while nn != tt {
             let Cell { itm, loc } = *nd.add(nn as usize);
+            let itm = itm.signed();
+            let loc = loc.get();
             if itm < 0 {
                 nn = nn.wrapping_add_signed(itm);
                 continue;
             }
             let uu = itm as u32;
-            let pu = *set.add(uu as usize - 2);
+            let pu = (*set.add(uu as usize - 2)).get();
             if pu < oactive {
-                let ss = *set.add(uu as usize - 1) - 1;
+                let ss = (*set.add(uu as usize - 1)).get() - 1;
                 // `ss <= 1` first, and on its own: it is almost always
                 // false, so its branch is predicted, whereas `pu < active`
                 // (is the item still active after this step's swaps?)
@@ -157,12 +228,12 @@ unsafe fn hide_options<const COLORS: bool, const CHECK: bool>(
                     }
                 }
                 let last = set.add((uu + ss) as usize);
-                let nnp = *last;
-                *set.add(uu as usize - 1) = ss;
-                *last = nn;
-                *set.add(loc as usize) = nnp;
-                (*nd.add(nn as usize)).loc = uu + ss;
-                (*nd.add(nnp as usize)).loc = loc;
+                let nnp = (*last).get();
+                *set.add(uu as usize - 1) = W::put(ss);
+                *last = W::put(nn);
+                *set.add(loc as usize) = W::put(nnp);
+                (*nd.add(nn as usize)).loc = W::put(uu + ss);
+                (*nd.add(nnp as usize)).loc = W::put(loc);
                 updates += 1;
             }
             nn += 1;
@@ -179,18 +250,19 @@ unsafe fn hide_options<const COLORS: bool, const CHECK: bool>(
 /// # Safety
 /// Every entry of `active` is an item of `set`.
 #[inline(never)]
-unsafe fn choose_item(
-    set: *const u32,
-    active: &[u32],
+unsafe fn choose_item<W: Word>(
+    set: *const W,
+    active: &[W],
     second: u32,
     force: &mut Vec<u32>,
 ) -> (u32, u32) {
     let mut best = u64::MAX;
     for &x in active {
+        let x = x.get();
         if x >= second {
             continue;
         }
-        let s = *set.add(x as usize - 1);
+        let s = (*set.add(x as usize - 1)).get();
         if s <= 1 {
             // An item with none (caught by `hide` below the root, but not
             // at the root: SSXCC would not search at all) is forced too,
@@ -213,13 +285,13 @@ unsafe fn choose_item(
 /// # Safety
 /// As for [`hide_options`].
 #[inline(never)]
-unsafe fn hide_unchecked<const COLORS: bool>(
-    arrays: Arrays,
+unsafe fn hide_unchecked<W: Word, const COLORS: bool>(
+    arrays: Arrays<W>,
     limits: Limits,
     c: u32,
     force: &mut Vec<u32>,
 ) -> u64 {
-    hide_options::<COLORS, false>(arrays, limits, c, 0, force).1
+    hide_options::<W, COLORS, false>(arrays, limits, c, 0, force).1
 }
 
 /// [`hide_options`] with checks, for a secondary item of the option being
@@ -229,14 +301,14 @@ unsafe fn hide_unchecked<const COLORS: bool>(
 /// # Safety
 /// As for [`hide_options`].
 #[inline(never)]
-unsafe fn hide_secondary<const COLORS: bool>(
-    arrays: Arrays,
+unsafe fn hide_secondary<W: Word, const COLORS: bool>(
+    arrays: Arrays<W>,
     limits: Limits,
     c: u32,
     color: u32,
     force: &mut Vec<u32>,
 ) -> (bool, u64) {
-    hide_options::<COLORS, true>(arrays, limits, c, color, force)
+    hide_options::<W, COLORS, true>(arrays, limits, c, color, force)
 }
 
 /// `pos(x)`.
@@ -244,8 +316,8 @@ unsafe fn hide_secondary<const COLORS: bool>(
 /// # Safety
 /// `x` is an item of `set`.
 #[inline(always)]
-unsafe fn pos_before(set: *const u32, x: u32) -> u32 {
-    *set.add(x as usize - 2)
+unsafe fn pos_before<W: Word>(set: *const W, x: u32) -> u32 {
+    (*set.add(x as usize - 2)).get()
 }
 
 /// Moves item `x`, at position `px` of the active list, to position `p`,
@@ -255,12 +327,12 @@ unsafe fn pos_before(set: *const u32, x: u32) -> u32 {
 /// # Safety
 /// `x` is an item of `set` at position `px`; `p` is a position of `item`.
 #[inline(always)]
-unsafe fn swap_in_active_list(set: *mut u32, item: *mut u32, x: u32, px: u32, p: u32) {
-    let other = *item.add(p as usize);
-    *item.add(p as usize) = x;
-    *item.add(px as usize) = other;
-    *set.add(other as usize - 2) = px;
-    *set.add(x as usize - 2) = p;
+unsafe fn swap_in_active_list<W: Word>(set: *mut W, item: *mut W, x: u32, px: u32, p: u32) {
+    let other = (*item.add(p as usize)).get();
+    *item.add(p as usize) = W::put(x);
+    *item.add(px as usize) = W::put(other);
+    *set.add(other as usize - 2) = W::put(px);
+    *set.add(x as usize - 2) = W::put(p);
 }
 
 /// The body of [`Cells::try_option`] (SSXCC's steps that cover an option),
@@ -273,9 +345,9 @@ unsafe fn swap_in_active_list(set: *mut u32, item: *mut u32, x: u32, px: u32, p:
 /// `cur` is a cell of `arrays.nd` (not a spacer); `item` is the active
 /// list of `arrays.set`, whose first `active` entries are the active items.
 #[inline(never)]
-unsafe fn cover_option<const COLORS: bool>(
-    arrays: Arrays,
-    item: *mut u32,
+unsafe fn cover_option<W: Word, const COLORS: bool>(
+    arrays: Arrays<W>,
+    item: *mut W,
     cur: u32,
     active: u32,
     second: u32,
@@ -287,7 +359,7 @@ unsafe fn cover_option<const COLORS: bool>(
     let mut updates = 0u64;
     let mut q = cur + 1;
     while q != cur {
-        let c = (*nd.add(q as usize)).itm;
+        let c = (*nd.add(q as usize)).itm.signed();
         if c < 0 {
             q = q.wrapping_add_signed(c);
             continue;
@@ -308,17 +380,21 @@ unsafe fn cover_option<const COLORS: bool>(
     };
     let mut q = cur + 1;
     while q != cur {
-        let cc = (*nd.add(q as usize)).itm;
+        let cc = (*nd.add(q as usize)).itm.signed();
         if cc < 0 {
             q = q.wrapping_add_signed(cc);
             continue;
         }
         let cc = cc as u32;
         let (ok, hidden) = if cc < second {
-            hide_options::<COLORS, true>(arrays, limits, cc, 0, force)
-        } else if *set.add(cc as usize - 2) < oactive {
-            let color = if COLORS { *clr.add(q as usize) } else { 0 };
-            hide_secondary::<COLORS>(arrays, limits, cc, color, force)
+            hide_options::<W, COLORS, true>(arrays, limits, cc, 0, force)
+        } else if pos_before(set, cc) < oactive {
+            let color = if COLORS {
+                (*clr.add(q as usize)).get()
+            } else {
+                0
+            };
+            hide_secondary::<W, COLORS>(arrays, limits, cc, color, force)
         } else {
             (true, 0) // purified already
         };
@@ -334,16 +410,16 @@ unsafe fn cover_option<const COLORS: bool>(
 /// "No branching item": the size SSXCC uses for "no active primary item".
 const NONE: u32 = u32::MAX;
 
-pub(crate) struct Cells {
-    nd: Vec<Cell>,
+pub(crate) struct Cells<W> {
+    nd: Vec<Cell<W>>,
     /// Color of each cell: 0 uncolored, else the color's index + 1.
-    clr: Vec<u32>,
-    set: Vec<u32>,
-    item: Vec<u32>,
+    clr: Vec<W>,
+    set: Vec<W>,
+    item: Vec<W>,
     /// The arrays as built, copied back at the start of every run.
-    nd0: Vec<Cell>,
-    set0: Vec<u32>,
-    item0: Vec<u32>,
+    nd0: Vec<Cell<W>>,
+    set0: Vec<W>,
+    item0: Vec<W>,
     items: u32,
     /// Items `x < second` are primary.
     second: u32,
@@ -352,7 +428,7 @@ pub(crate) struct Cells {
     active: u32,
     updates: u64,
     force: Vec<u32>,
-    save: Vec<(u32, u32)>,
+    save: Vec<(W, W)>,
     // Per level.
     saved: Vec<usize>,
     choice: Vec<u32>,
@@ -382,13 +458,29 @@ pub(crate) struct Cells {
     cuts: Vec<Cut>,
 }
 
-impl Cells {
-    /// Whether this engine can search `problem` (it has no multiplicities).
-    pub(crate) fn supports(problem: &Problem) -> bool {
-        !problem.has_multiplicities()
-    }
+/// Whether the cells engine can search `problem` (it has no multiplicities).
+pub(crate) fn supports(problem: &Problem) -> bool {
+    !problem.has_multiplicities()
+}
 
-    pub(crate) fn new(problem: &Problem) -> Cells {
+/// Whether `problem`'s arrays fit words of type `W`.
+pub(crate) fn fits<W: Word>(problem: &Problem) -> bool {
+    let options = problem.options();
+    let cells = problem.entries() + options.len() + 1;
+    let longest = options.iter().map(Vec::len).max().unwrap_or(0);
+    W::fits(
+        problem.entries() + 2 * problem.items().len(),
+        cells,
+        longest,
+        problem.colors().len(),
+    )
+}
+
+impl<W: Word> Cells<W> {
+    /// # Panics
+    /// If `problem` does not [`fits`] `W`.
+    pub(crate) fn new(problem: &Problem) -> Cells<W> {
+        assert!(fits::<W>(problem), "the problem is too large for this word");
         let items = problem.items();
         let n = items.len();
         // Primary items first, then secondary ones, each in input order.
@@ -405,23 +497,23 @@ impl Cells {
             }
         }
         let mut base_of = vec![0u32; n];
-        let mut set = Vec::with_capacity(problem.entries() + 2 * n + 2);
-        let mut item = Vec::with_capacity(n);
+        let mut set: Vec<W> = Vec::with_capacity(problem.entries() + 2 * n + 2);
+        let mut item: Vec<W> = Vec::with_capacity(n);
         let mut second = None;
         for (k, &i) in order.iter().enumerate() {
             if !items[i].is_primary() && second.is_none() {
                 second = Some(set.len() as u32 + 2);
             }
-            set.push(k as u32); // pos
-            set.push(size[i]); // size
+            set.push(W::put(k as u32)); // pos
+            set.push(W::put(size[i])); // size
             base_of[i] = set.len() as u32;
-            item.push(set.len() as u32);
-            set.resize(set.len() + size[i] as usize, 0);
+            item.push(W::put(set.len() as u32));
+            set.resize(set.len() + size[i] as usize, W::default());
         }
         let second = second.unwrap_or(set.len() as u32 + 2);
         let mut fill = vec![0u32; n];
-        let mut nd = vec![Cell::default()];
-        let mut clr = vec![0u32];
+        let mut nd: Vec<Cell<W>> = vec![Cell::default()];
+        let mut clr: Vec<W> = vec![W::default()];
         let mut node_option = vec![u32::MAX];
         for (index, option) in problem.options().iter().enumerate() {
             if problem.is_dropped(index) {
@@ -431,16 +523,19 @@ impl Cells {
                 let x = base_of[e.item];
                 let loc = x + fill[e.item];
                 fill[e.item] += 1;
-                set[loc as usize] = nd.len() as u32;
-                nd.push(Cell { itm: x as i32, loc });
-                clr.push(e.color.map_or(0, |c| c + 1));
+                set[loc as usize] = W::put(nd.len() as u32);
+                nd.push(Cell {
+                    itm: W::put(x),
+                    loc: W::put(loc),
+                });
+                clr.push(W::put(e.color.map_or(0, |c| c + 1)));
                 node_option.push(index as u32);
             }
             nd.push(Cell {
-                itm: -(option.len() as i32),
-                loc: 0,
+                itm: W::put((option.len() as u32).wrapping_neg()),
+                loc: W::default(),
             });
-            clr.push(0);
+            clr.push(W::default());
             node_option.push(u32::MAX);
         }
         // A solution has at most one option per primary item; forced moves
@@ -517,14 +612,14 @@ impl Cells {
     fn size(&self, x: u32) -> u32 {
         debug_assert!(x >= 2 && (x as usize) <= self.set.len());
         // SAFETY: `x` is an item (see above).
-        unsafe { *self.set.get_unchecked(x as usize - 1) }
+        unsafe { self.set.get_unchecked(x as usize - 1).get() }
     }
 
     #[inline(always)]
     fn position(&self, x: u32) -> u32 {
         debug_assert!(x >= 2 && (x as usize) <= self.set.len());
         // SAFETY: `x` is an item.
-        unsafe { *self.set.get_unchecked(x as usize - 2) }
+        unsafe { self.set.get_unchecked(x as usize - 2).get() }
     }
 
     /// Swaps item `x` (active, at `pos(x) < last`) to position `last - 1`.
@@ -555,7 +650,7 @@ impl Cells {
         };
         // SAFETY: `c` is an item and the arrays are this engine's (see the
         // comment above `size`).
-        self.updates += unsafe { hide_unchecked::<COLORS>(arrays, limits, c, &mut self.force) };
+        self.updates += unsafe { hide_unchecked::<W, COLORS>(arrays, limits, c, &mut self.force) };
     }
 
     /// The item to branch on at a node, by SSXCC's rule: among the active
@@ -609,7 +704,7 @@ impl Cells {
         let start = self.saved[level];
         let active = self.active as usize;
         if self.save.len() < start + active {
-            self.save.resize(start + active, (0, 0));
+            self.save.resize(start + active, Default::default());
         }
         let set = self.set.as_ptr();
         let item = self.item.as_ptr();
@@ -618,7 +713,7 @@ impl Cells {
         unsafe {
             for p in 0..active {
                 let x = *item.add(p);
-                *save.add(start + p) = (x, *set.add(x as usize - 1));
+                *save.add(start + p) = (x, *set.add(x.get() as usize - 1));
             }
         }
         self.saved[level + 1] = start + active;
@@ -631,7 +726,7 @@ impl Cells {
         let set = self.set.as_mut_ptr();
         for &(x, s) in &self.save[start..end] {
             // SAFETY: saved entries are items.
-            unsafe { *set.add(x as usize - 1) = s };
+            unsafe { *set.add(x.get() as usize - 1) = s };
         }
     }
 
@@ -648,7 +743,7 @@ impl Cells {
         // SAFETY: `cur` is a cell of an option; the arrays are this
         // engine's (see the comment above `size`).
         let (ok, active, updates) = unsafe {
-            cover_option::<COLORS>(
+            cover_option::<W, COLORS>(
                 arrays,
                 self.item.as_mut_ptr(),
                 cur,
@@ -669,7 +764,19 @@ impl Cells {
     /// module's doc).
     fn rank(&self, best: u32, y: u32) -> Decision {
         let s = &self.set[best as usize..(best + self.size(best)) as usize];
-        s.iter().filter(|&&z| z < y).count() as Decision
+        s.iter().filter(|&&z| z.get() < y).count() as Decision
+    }
+
+    /// The cell at slot `slot` of `set`.
+    #[inline(always)]
+    fn slot(&self, slot: u32) -> u32 {
+        self.set[slot as usize].get()
+    }
+
+    /// The item of cell `cur` (not a spacer).
+    #[inline(always)]
+    fn item_of(&self, cur: u32) -> u32 {
+        self.nd[cur as usize].itm.get()
     }
 
     /// Ranks of the alternatives chosen at levels `0..level`.
@@ -677,7 +784,7 @@ impl Cells {
         (0..level)
             .map(|l| {
                 let cur = self.choice[l];
-                self.rank(self.nd[cur as usize].itm as u32, cur)
+                self.rank(self.item_of(cur), cur)
             })
             .collect()
     }
@@ -796,7 +903,7 @@ impl Cells {
                     let end = best + self.size(best);
                     if self.filtered[level] {
                         while cur_choice < end {
-                            let r = self.rank(best, self.set[cur_choice as usize]);
+                            let r = self.rank(best, self.slot(cur_choice));
                             if self.lo[level] <= r && r < self.hi[level] {
                                 break;
                             }
@@ -804,7 +911,7 @@ impl Cells {
                         }
                     }
                     if cur_choice < end {
-                        let cur = self.set[cur_choice as usize];
+                        let cur = self.slot(cur_choice);
                         self.choice[level] = cur;
                         self.pos[level] = cur_choice - best;
                         if self.try_option::<COLORS>(cur) {
@@ -845,8 +952,8 @@ impl Cells {
                     }
                     level -= 1;
                     let cur = self.choice[level];
-                    best = self.nd[cur as usize].itm as u32;
-                    cur_choice = self.nd[cur as usize].loc;
+                    best = self.item_of(cur);
+                    cur_choice = self.nd[cur as usize].loc.get();
                     if self.next_alternative(level, best, &mut cur_choice) {
                         break;
                     }
@@ -982,7 +1089,7 @@ impl Cells {
         ranks.clear();
         ranks.extend((0..level).map(|l| {
             let cur = self.choice[l];
-            self.rank(self.nd[cur as usize].itm as u32, cur)
+            self.rank(self.item_of(cur), cur)
         }));
         self.ranks = ranks;
         let request = {
@@ -1012,10 +1119,10 @@ impl Cells {
     /// (the current one included).
     fn tried_ranks(&self, level: usize) -> Vec<Decision> {
         let cur = self.choice[level];
-        let best = self.nd[cur as usize].itm as u32;
+        let best = self.item_of(cur);
         let upto = self.pos[level];
         (0..=upto)
-            .map(|k| self.rank(best, self.set[(best + k) as usize]))
+            .map(|k| self.rank(best, self.slot(best + k)))
             .filter(|&r| self.lo[level] <= r && r < self.hi[level])
             .collect()
     }
@@ -1152,8 +1259,9 @@ impl Cells {
                 });
             }
             self.open::<COLORS>(best);
-            let mut alternatives: Vec<u32> =
-                self.set[best as usize..(best + self.size(best)) as usize].to_vec();
+            let mut alternatives: Vec<u32> = (best..best + self.size(best))
+                .map(|slot| self.slot(slot))
+                .collect();
             alternatives.sort_unstable();
             if level == path.len() {
                 return Ok(PathNode {
@@ -1219,7 +1327,7 @@ impl Cells {
             }
             let r = choose(degree).min(degree - 1);
             degrees.push(degree);
-            let cur = self.set[(best + r) as usize];
+            let cur = self.slot(best + r);
             if !self.try_option::<COLORS>(cur) {
                 break ProbeEnd::Missing;
             }

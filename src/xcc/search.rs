@@ -19,7 +19,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::cells::Cells;
+use super::cells::{self, Cells};
 use super::links::{node_count, Links, Narrow, NodeRepr, Wide, ROOT};
 use super::problem::Problem;
 use super::task::{Cut, Decision, Task, ALL};
@@ -344,10 +344,10 @@ pub struct TaskError {
 /// Build one per worker thread and run any number of tasks on it, one after
 /// the other.
 ///
-/// Two engines: dancing links ([`Engine::Links`], Knuth's DLX2/DLX3; problems
-/// of at most 65,535 nodes get half-size nodes, see `links::Narrow`) and
+/// Two engines: dancing links ([`Engine::Links`], Knuth's DLX2/DLX3) and
 /// dancing cells ([`Engine::Cells`], Knuth's SSXCC: sparse sets, no
-/// multiplicities). Their search trees differ, so a task made by one engine
+/// multiplicities); each has half-size words for small problems
+/// ([`Layout::Narrow`]). Their search trees differ, so a task made by one engine
 /// names nothing in the other's tree: every run of a search uses one engine.
 pub struct Solver {
     engine: Inner,
@@ -356,15 +356,20 @@ pub struct Solver {
 enum Inner {
     Narrow(Box<Search<Narrow>>),
     Wide(Box<Search<Wide>>),
-    Cells(Box<Cells>),
+    CellsNarrow(Box<Cells<u16>>),
+    Cells(Box<Cells<u32>>),
 }
 
-/// Which node layout a links [`Solver`] uses.
+/// Which word size a [`Solver`]'s arrays use: half-size words keep twice
+/// as much of a problem in each cache level (pent6x10 on cells: about a
+/// third faster), but only small problems fit them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
-    /// 8-byte nodes, for problems of at most 65,535 nodes.
+    /// 16-bit fields: 8-byte links nodes (at most 65,535 nodes); 4-byte
+    /// cells and 2-byte set entries (at most 32,767 set entries and 65,535
+    /// cells, see `cells::Word`).
     Narrow,
-    /// 16-byte nodes, for any problem.
+    /// 32-bit fields, for any problem.
     Wide,
 }
 
@@ -389,7 +394,7 @@ impl Engine {
     pub fn supports(self, problem: &Problem) -> bool {
         match self {
             Engine::Links => true,
-            Engine::Cells => Cells::supports(problem),
+            Engine::Cells => cells::supports(problem),
         }
     }
 
@@ -402,7 +407,7 @@ impl Engine {
     /// our cells engine runs it faster than the links engine runs DLX2's on
     /// every benchmark instance.
     pub fn auto(problem: &Problem) -> Engine {
-        if Cells::supports(problem) {
+        if cells::supports(problem) {
             Engine::Cells
         } else {
             Engine::Links
@@ -440,12 +445,27 @@ impl Solver {
         Solver::with_layout(problem, Layout::Narrow)
     }
 
-    /// A solver running `engine`.
+    /// A solver running `engine`, in its narrow layout if the problem fits.
     pub fn with_engine(problem: &Problem, engine: Engine) -> Result<Solver, UnsupportedEngine> {
+        Solver::with_engine_layout(problem, engine, Layout::Narrow)
+    }
+
+    /// A solver running `engine` in the given layout; `Narrow` falls back
+    /// to `Wide` when the problem does not fit. (For tests and benchmarks:
+    /// both layouts must count the same.)
+    pub fn with_engine_layout(
+        problem: &Problem,
+        engine: Engine,
+        layout: Layout,
+    ) -> Result<Solver, UnsupportedEngine> {
         match engine {
-            Engine::Links => Ok(Solver::new(problem)),
-            Engine::Cells if Cells::supports(problem) => Ok(Solver {
-                engine: Inner::Cells(Box::new(Cells::new(problem))),
+            Engine::Links => Ok(Solver::with_layout(problem, layout)),
+            Engine::Cells if cells::supports(problem) => Ok(Solver {
+                engine: if layout == Layout::Narrow && cells::fits::<u16>(problem) {
+                    Inner::CellsNarrow(Box::new(Cells::new(problem)))
+                } else {
+                    Inner::Cells(Box::new(Cells::new(problem)))
+                },
             }),
             Engine::Cells => Err(UnsupportedEngine { engine }),
         }
@@ -470,27 +490,23 @@ impl Solver {
 
     /// A fresh solver like this one (same engine and layout), for `problem`.
     pub fn rebuilt(&self, problem: &Problem) -> Solver {
-        match &self.engine {
-            Inner::Narrow(_) => Solver::with_layout(problem, Layout::Narrow),
-            Inner::Wide(_) => Solver::with_layout(problem, Layout::Wide),
-            Inner::Cells(_) => {
-                Solver::with_engine(problem, Engine::Cells).unwrap_or_else(|_| Solver::new(problem))
-            }
-        }
+        Solver::with_engine_layout(problem, self.engine(), self.layout())
+            .unwrap_or_else(|_| Solver::with_layout(problem, self.layout()))
     }
 
     /// The engine in use.
     pub fn engine(&self) -> Engine {
         match self.engine {
             Inner::Narrow(_) | Inner::Wide(_) => Engine::Links,
-            Inner::Cells(_) => Engine::Cells,
+            Inner::Cells(_) | Inner::CellsNarrow(_) => Engine::Cells,
         }
     }
 
-    /// The node layout in use (cells count as `Wide`: no half-size form yet).
+    /// The layout in use.
     pub fn layout(&self) -> Layout {
         match self.engine {
             Inner::Narrow(_) => Layout::Narrow,
+            Inner::CellsNarrow(_) => Layout::Narrow,
             Inner::Wide(_) | Inner::Cells(_) => Layout::Wide,
         }
     }
@@ -500,6 +516,7 @@ impl Solver {
         match &self.engine {
             Inner::Narrow(s) => s.algorithm(),
             Inner::Wide(s) => s.algorithm(),
+            Inner::CellsNarrow(s) => s.algorithm(),
             Inner::Cells(s) => s.algorithm(),
         }
     }
@@ -514,6 +531,7 @@ impl Solver {
         match &mut self.engine {
             Inner::Narrow(s) => s.run(task, config, visitor),
             Inner::Wide(s) => s.run(task, config, visitor),
+            Inner::CellsNarrow(s) => s.run(task, config, visitor),
             Inner::Cells(s) => s.run(task, config, visitor),
         }
     }
@@ -532,6 +550,7 @@ impl Solver {
         match &mut self.engine {
             Inner::Narrow(s) => s.describe(path),
             Inner::Wide(s) => s.describe(path),
+            Inner::CellsNarrow(s) => s.describe(path).map(Some),
             Inner::Cells(s) => s.describe(path).map(Some),
         }
     }
@@ -546,6 +565,7 @@ impl Solver {
         match &mut self.engine {
             Inner::Narrow(s) => s.probe(choose),
             Inner::Wide(s) => s.probe(choose),
+            Inner::CellsNarrow(s) => s.probe(choose),
             Inner::Cells(s) => s.probe(choose),
         }
     }
