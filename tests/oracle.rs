@@ -252,7 +252,8 @@ fn check(spec: &Spec, item_perm: &[usize], option_perm: &[usize], seed: u64) {
     // The cells engine (SSXCC) searches another tree for the same solutions,
     // the same way every time.
     if Engine::Cells.supports(&problem) {
-        let mut cells = Solver::with_engine(&problem, Engine::Cells).unwrap();
+        let mut cells =
+            Solver::with_engine_layout(&problem, Engine::Cells, Layout::Narrow).unwrap();
         assert_eq!(
             cells.layout(),
             Layout::Narrow,

@@ -17,9 +17,8 @@
 //!   so that `q + itm` jumps back to that option's first cell.
 //!
 //! The arrays are made of [`Word`]s: 16-bit ones for problems small enough
-//! (every benchmark instance; pent6x10 runs about a third faster on an AMD
-//! Zen 3 when its cells take 4 bytes instead of 8 and its arrays fit the
-//! first-level cache), 32-bit ones for any other.
+//! whose 32-bit arrays would not fit the first-level cache (see
+//! [`narrow_pays`]), 32-bit ones for any other.
 //!
 //! Every search here follows SSXCC step by step, so a run from the root
 //! visits the same nodes in the same order and counts the same nodes and
@@ -474,6 +473,22 @@ pub(crate) fn fits<W: Word>(problem: &Problem) -> bool {
         longest,
         problem.colors().len(),
     )
+}
+
+/// Whether 16-bit words pay for `problem`: they fit, and the 32-bit
+/// arrays the search walks (`nd`, `set`, and `clr` with colors) would not
+/// fit a 32 KiB first-level data cache. Measured on an AMD Zen 3 (whose L1
+/// has 32 KiB): pent6x10's 165 KB of 32-bit arrays ran about a third faster
+/// in 16 bits and MacMahon's squares' 103 KB about 8 %, while latin5,
+/// langford12 and queens14 (6 to 12 KB) ran 2 to 4 % slower, the words
+/// costing more to widen than the cache saves.
+pub(crate) fn narrow_pays(problem: &Problem) -> bool {
+    const FIRST_LEVEL_CACHE: usize = 32 * 1024;
+    let cells = problem.entries() + problem.options().len() + 1;
+    let set = problem.entries() + 2 * problem.items().len();
+    let colors = if problem.has_colors() { cells } else { 0 };
+    let wide_bytes = 4 * (2 * cells + set + colors);
+    fits::<u16>(problem) && wide_bytes > FIRST_LEVEL_CACHE
 }
 
 impl<W: Word> Cells<W> {

@@ -445,9 +445,15 @@ impl Solver {
         Solver::with_layout(problem, Layout::Narrow)
     }
 
-    /// A solver running `engine`, in its narrow layout if the problem fits.
+    /// A solver running `engine` in the faster layout for `problem`: narrow
+    /// links nodes whenever they fit; narrow cells when they fit and the
+    /// wide ones would not fit the first-level cache (`cells::narrow_pays`).
     pub fn with_engine(problem: &Problem, engine: Engine) -> Result<Solver, UnsupportedEngine> {
-        Solver::with_engine_layout(problem, engine, Layout::Narrow)
+        let layout = match engine {
+            Engine::Cells if !cells::narrow_pays(problem) => Layout::Wide,
+            _ => Layout::Narrow,
+        };
+        Solver::with_engine_layout(problem, engine, layout)
     }
 
     /// A solver running `engine` in the given layout; `Narrow` falls back
