@@ -158,10 +158,12 @@ struct Limits {
 /// options, and the updates it made.
 ///
 /// It is inlined only into small functions that are never inlined
-/// themselves ([`hide_unchecked`], [`cover_option`]): inside the search
-/// loop the compiler ran out of registers and kept the array addresses and
-/// the counters on the stack, reloading them on every update (about a
-/// third of the time on pent6x10).
+/// themselves ([`hide_unchecked`], [`hide_primary`], [`hide_secondary`]):
+/// inside the search loop the compiler ran out of registers and kept the
+/// array addresses and the counters on the stack, reloading them on every
+/// update (about a third of the time on pent6x10); inlined into
+/// [`cover_option`] it still reloaded the address of `set` from the stack
+/// three times per update (MacMahon's squares 15 % slower, pent6x10 10 %).
 ///
 /// # Safety
 /// `c` is an item of `arrays.set`; its set holds cells of `arrays.nd`,
@@ -294,8 +296,7 @@ unsafe fn hide_unchecked<W: Word, const COLORS: bool>(
 }
 
 /// [`hide_options`] with checks, for a secondary item of the option being
-/// covered: a call of its own keeps the primary items' loop, inlined in
-/// [`cover_option`], the only one there.
+/// covered.
 ///
 /// # Safety
 /// As for [`hide_options`].
@@ -308,6 +309,21 @@ unsafe fn hide_secondary<W: Word, const COLORS: bool>(
     force: &mut Vec<u32>,
 ) -> (bool, u64) {
     hide_options::<W, COLORS, true>(arrays, limits, c, color, force)
+}
+
+/// [`hide_options`] with checks, for a primary item of the option being
+/// covered.
+///
+/// # Safety
+/// As for [`hide_options`].
+#[inline(never)]
+unsafe fn hide_primary<W: Word, const COLORS: bool>(
+    arrays: Arrays<W>,
+    limits: Limits,
+    c: u32,
+    force: &mut Vec<u32>,
+) -> (bool, u64) {
+    hide_options::<W, COLORS, true>(arrays, limits, c, 0, force)
 }
 
 /// `pos(x)`.
@@ -386,7 +402,7 @@ unsafe fn cover_option<W: Word, const COLORS: bool>(
         }
         let cc = cc as u32;
         let (ok, hidden) = if cc < second {
-            hide_options::<W, COLORS, true>(arrays, limits, cc, 0, force)
+            hide_primary::<W, COLORS>(arrays, limits, cc, force)
         } else if pos_before(set, cc) < oactive {
             let color = if COLORS {
                 (*clr.add(q as usize)).get()
