@@ -22,24 +22,35 @@ fn count_with(problem: &xccd::xcc::Problem, layout: Layout) -> Stats {
         .stats
 }
 
+/// The rows of a reference table of `../shared/bench` (tab-separated, a
+/// header line `case ...`, comments), each with its instance parsed.
+fn reference_rows(table: &str) -> Vec<(Vec<String>, xccd::xcc::Problem)> {
+    let text = std::fs::read_to_string(bench_dir().join(table))
+        .unwrap_or_else(|e| panic!("../shared/bench/{table} is part of the shared data: {e}"));
+    text.lines()
+        .filter(|line| {
+            !(line.starts_with('#') || line.starts_with("case") || line.trim().is_empty())
+        })
+        .map(|line| {
+            let fields: Vec<String> = line.split('\t').map(str::to_string).collect();
+            let path = bench_dir()
+                .join("instances")
+                .join(format!("{}.dlx", fields[0]));
+            let problem = dlx_format::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            (fields, problem)
+        })
+        .collect()
+}
+
 /// Every instance of the shared benchmark: the solution count, and for the
 /// algorithms we follow (DLX2 = Algorithm C, DLX3 = Algorithm M) the exact
 /// nodes, updates and cleansings of Knuth's programs.
 #[test]
 fn benchmark_instances_match_knuths_counts() {
-    let table = std::fs::read_to_string(bench_dir().join("knuth-reference.tsv"))
-        .expect("../shared/bench/knuth-reference.tsv is part of the project's shared data");
     let mut checked = 0;
-    for line in table.lines() {
-        if line.starts_with('#') || line.starts_with("case") || line.trim().is_empty() {
-            continue;
-        }
-        let f: Vec<&str> = line.split('\t').collect();
-        let name = f[0];
+    for (f, problem) in reference_rows("knuth-reference.tsv") {
+        let name = f[0].as_str();
         let num = |i: usize| f[i].parse::<u64>().unwrap();
-        let path = bench_dir().join("instances").join(format!("{name}.dlx"));
-        let text = std::fs::read_to_string(&path).unwrap();
-        let problem = dlx_format::parse(&text).unwrap();
         // Every instance fits the narrow nodes that `Solver::new` picks; the
         // wide ones (for larger problems) must count exactly the same.
         assert_eq!(Solver::new(&problem).layout(), Layout::Narrow, "{name}");
@@ -66,22 +77,13 @@ fn benchmark_instances_match_knuths_counts() {
 
 /// Every instance of SSXCC's reference table: the cells engine follows
 /// SSXCC step by step, so its solutions, nodes and updates equal SSXCC's, in
-/// either layout (the 16-bit one every instance fits, and the 32-bit one
-/// larger problems get).
+/// either layout (16-bit and 32-bit words: every instance fits both).
 #[test]
 fn benchmark_instances_match_ssxcc_counts_in_both_layouts() {
-    let table = std::fs::read_to_string(bench_dir().join("ssxcc-reference.tsv"))
-        .expect("../shared/bench/ssxcc-reference.tsv is part of the project's shared data");
     let mut checked = 0;
-    for line in table.lines() {
-        if line.starts_with('#') || line.starts_with("case") || line.trim().is_empty() {
-            continue;
-        }
-        let f: Vec<&str> = line.split('\t').collect();
-        let name = f[0];
+    for (f, problem) in reference_rows("ssxcc-reference.tsv") {
+        let name = f[0].as_str();
         let num = |i: usize| f[i].parse::<u64>().unwrap();
-        let path = bench_dir().join("instances").join(format!("{name}.dlx"));
-        let problem = dlx_format::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let mut layouts = vec![Layout::Narrow];
         // The wide layout on the quicker instances (the largest take
         // seconds each, and the oracle and split tests run both layouts on
