@@ -66,9 +66,10 @@ use super::task::{Cut, Decision, Task, ALL};
 /// level), `u32` for any. Values are computed on as `u32`.
 pub(crate) trait Word: Copy + Default + std::fmt::Debug + Send + Sync + 'static {
     /// Whether a problem whose `set` has `set_len` entries, whose `nd` has
-    /// `cells` cells, whose longest option has `longest` items and that has
-    /// `colors` colors fits this word.
-    fn fits(set_len: usize, cells: usize, longest: usize, colors: usize) -> bool;
+    /// `cells` cells and that has `colors` colors fits this word. (A
+    /// spacer's offset back, an option's length, is below `set_len`, so it
+    /// fits as a signed word whenever the items do.)
+    fn fits(set_len: usize, cells: usize, colors: usize) -> bool;
     fn get(self) -> u32;
     /// The word read as signed (a spacer's offset back).
     fn signed(self) -> i32;
@@ -76,12 +77,9 @@ pub(crate) trait Word: Copy + Default + std::fmt::Debug + Send + Sync + 'static 
 }
 
 impl Word for u16 {
-    fn fits(set_len: usize, cells: usize, longest: usize, colors: usize) -> bool {
+    fn fits(set_len: usize, cells: usize, colors: usize) -> bool {
         // Items (indices into `set`) must read as nonnegative `i16`s.
-        set_len <= i16::MAX as usize
-            && cells <= u16::MAX as usize
-            && longest <= i16::MAX as usize
-            && colors < u16::MAX as usize
+        set_len <= i16::MAX as usize && cells <= u16::MAX as usize && colors < u16::MAX as usize
     }
     #[inline(always)]
     fn get(self) -> u32 {
@@ -98,11 +96,8 @@ impl Word for u16 {
 }
 
 impl Word for u32 {
-    fn fits(set_len: usize, cells: usize, longest: usize, colors: usize) -> bool {
-        set_len <= i32::MAX as usize
-            && cells <= u32::MAX as usize
-            && longest <= i32::MAX as usize
-            && colors < u32::MAX as usize
+    fn fits(set_len: usize, cells: usize, colors: usize) -> bool {
+        set_len <= i32::MAX as usize && cells <= u32::MAX as usize && colors < u32::MAX as usize
     }
     #[inline(always)]
     fn get(self) -> u32 {
@@ -478,17 +473,20 @@ pub(crate) fn supports(problem: &Problem) -> bool {
     !problem.has_multiplicities()
 }
 
+/// The lengths of the arrays [`Cells::new`] builds for `problem`, at most
+/// (dropped options count too): `set` (two words per item and one per item
+/// occurrence) and `nd` (a cell per item occurrence, a spacer per option,
+/// and the cell 0).
+fn array_lengths(problem: &Problem) -> (usize, usize) {
+    let set = problem.entries() + 2 * problem.items().len();
+    let cells = problem.entries() + problem.options().len() + 1;
+    (set, cells)
+}
+
 /// Whether `problem`'s arrays fit words of type `W`.
 pub(crate) fn fits<W: Word>(problem: &Problem) -> bool {
-    let options = problem.options();
-    let cells = problem.entries() + options.len() + 1;
-    let longest = options.iter().map(Vec::len).max().unwrap_or(0);
-    W::fits(
-        problem.entries() + 2 * problem.items().len(),
-        cells,
-        longest,
-        problem.colors().len(),
-    )
+    let (set, cells) = array_lengths(problem);
+    W::fits(set, cells, problem.colors().len())
 }
 
 /// Whether 16-bit words pay for `problem`: they fit, and the 32-bit
@@ -500,8 +498,7 @@ pub(crate) fn fits<W: Word>(problem: &Problem) -> bool {
 /// costing more to widen than the cache saves.
 pub(crate) fn narrow_pays(problem: &Problem) -> bool {
     const FIRST_LEVEL_CACHE: usize = 32 * 1024;
-    let cells = problem.entries() + problem.options().len() + 1;
-    let set = problem.entries() + 2 * problem.items().len();
+    let (set, cells) = array_lengths(problem);
     let colors = if problem.has_colors() { cells } else { 0 };
     let wide_bytes = 4 * (2 * cells + set + colors);
     fits::<u16>(problem) && wide_bytes > FIRST_LEVEL_CACHE

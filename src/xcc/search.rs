@@ -511,8 +511,7 @@ impl Solver {
     /// The layout in use.
     pub fn layout(&self) -> Layout {
         match self.engine {
-            Inner::Narrow(_) => Layout::Narrow,
-            Inner::CellsNarrow(_) => Layout::Narrow,
+            Inner::Narrow(_) | Inner::CellsNarrow(_) => Layout::Narrow,
             Inner::Wide(_) | Inner::Cells(_) => Layout::Wide,
         }
     }
