@@ -468,6 +468,20 @@ impl ForceStack {
     }
 }
 
+/// `array[level]` for a per-level array, without a bounds check: the
+/// search loop touches these arrays about ten times per node, and the
+/// checks were 5 % of latin5's instructions.
+///
+/// # Safety
+/// `level < array.len()`. Every per-level array has `depth` entries
+/// (`saved` one more) from [`Cells::new`] on, and the search never lets
+/// `level + 1` reach `depth` (see its `unreachable!`).
+#[inline(always)]
+unsafe fn at<T>(array: &mut [T], level: usize) -> &mut T {
+    debug_assert!(level < array.len());
+    array.get_unchecked_mut(level)
+}
+
 /// "No branching item": the size SSXCC uses for "no active primary item".
 const NONE: u32 = u32::MAX;
 
@@ -490,23 +504,25 @@ pub(crate) struct Cells<W> {
     updates: u64,
     force: ForceStack,
     save: Vec<(W, W)>,
-    // Per level.
-    saved: Vec<usize>,
-    choice: Vec<u32>,
+    // Per level: boxed, so their lengths stay those `Cells::new` gives them
+    // (`depth`, `saved` one more), which the search's unchecked accesses
+    // (see `at`) rely on.
+    saved: Box<[usize]>,
+    choice: Box<[u32]>,
     /// Position in the branching item's set of the alternative being tried.
-    pos: Vec<Decision>,
+    pos: Box<[Decision]>,
     /// The ranks of the current path, filled when progress is reported.
     ranks: Vec<Decision>,
-    degree: Vec<Decision>,
+    degree: Box<[Decision]>,
     /// The range of ranks this run owns at each level.
-    lo: Vec<Decision>,
-    hi: Vec<Decision>,
+    lo: Box<[Decision]>,
+    hi: Box<[Decision]>,
     /// Whether some alternative's rank may be outside `lo..hi`.
-    filtered: Vec<bool>,
+    filtered: Box<[bool]>,
     /// Alternatives of the range tried before the current one.
-    tried: Vec<Decision>,
+    tried: Box<[Decision]>,
     /// Weight of one alternative at each level from the task's own down.
-    unit: Vec<f64>,
+    unit: Box<[f64]>,
     // Per run.
     stats: Stats,
     base: usize,
@@ -636,16 +652,16 @@ impl<W: Word> Cells<W> {
             updates: 0,
             force: ForceStack::new(n),
             save: Vec::new(),
-            saved: vec![0; depth + 1],
-            choice: vec![0; depth],
-            pos: vec![0; depth],
+            saved: vec![0; depth + 1].into_boxed_slice(),
+            choice: vec![0; depth].into_boxed_slice(),
+            pos: vec![0; depth].into_boxed_slice(),
             ranks: Vec::with_capacity(depth),
-            degree: vec![0; depth],
-            lo: vec![0; depth],
-            hi: vec![0; depth],
-            filtered: vec![false; depth],
-            tried: vec![0; depth],
-            unit: vec![0.0; depth],
+            degree: vec![0; depth].into_boxed_slice(),
+            lo: vec![0; depth].into_boxed_slice(),
+            hi: vec![0; depth].into_boxed_slice(),
+            filtered: vec![false; depth].into_boxed_slice(),
+            tried: vec![0; depth].into_boxed_slice(),
+            unit: vec![0.0; depth].into_boxed_slice(),
             stats: Stats::default(),
             base: 0,
             count_base: true,
@@ -849,13 +865,17 @@ impl<W: Word> Cells<W> {
     /// The cell at slot `slot` of `set`.
     #[inline(always)]
     fn slot(&self, slot: u32) -> u32 {
-        self.set[slot as usize].get()
+        debug_assert!((slot as usize) < self.set.len());
+        // SAFETY: slots are indices of `set` (see the comment above `size`).
+        unsafe { self.set.get_unchecked(slot as usize).get() }
     }
 
     /// The item of cell `cur` (not a spacer).
     #[inline(always)]
     fn item_of(&self, cur: u32) -> u32 {
-        self.nd[cur as usize].itm.get()
+        debug_assert!((cur as usize) < self.nd.len());
+        // SAFETY: `cur` is a cell of `nd`.
+        unsafe { self.nd.get_unchecked(cur as usize).itm.get() }
     }
 
     /// Ranks of the alternatives chosen at levels `0..level`.
@@ -962,7 +982,8 @@ impl<W: Word> Cells<W> {
                     best = item;
                     self.open::<COLORS>(best);
                     if t == 1 {
-                        self.saved[level + 1] = self.saved[level];
+                        // SAFETY: `level + 1 < depth` (see `at`).
+                        unsafe { *at(&mut self.saved, level + 1) = *at(&mut self.saved, level) };
                     } else {
                         self.save_sizes(level);
                     }
@@ -980,7 +1001,8 @@ impl<W: Word> Cells<W> {
                 if branch {
                     // Skip the alternatives outside this run's range.
                     let end = best + self.size(best);
-                    if self.filtered[level] {
+                    // SAFETY (here and below): `level + 1 < depth` (see `at`).
+                    if unsafe { *at(&mut self.filtered, level) } {
                         while cur_choice < end {
                             let r = self.rank(best, self.slot(cur_choice));
                             if self.lo[level] <= r && r < self.hi[level] {
@@ -991,8 +1013,10 @@ impl<W: Word> Cells<W> {
                     }
                     if cur_choice < end {
                         let cur = self.slot(cur_choice);
-                        self.choice[level] = cur;
-                        self.pos[level] = cur_choice - best;
+                        unsafe {
+                            *at(&mut self.choice, level) = cur;
+                            *at(&mut self.pos, level) = cur_choice - best;
+                        }
                         if self.try_option::<COLORS>(cur) {
                             level += 1;
                             if level + 1 >= self.choice.len() {
@@ -1030,7 +1054,7 @@ impl<W: Word> Cells<W> {
                         break 'forward self.finish(Exit::Done, 0, task);
                     }
                     level -= 1;
-                    let cur = self.choice[level];
+                    let cur = unsafe { *at(&mut self.choice, level) };
                     best = self.item_of(cur);
                     cur_choice = self.nd[cur as usize].loc.get();
                     if self.next_alternative(level, best, &mut cur_choice) {
@@ -1051,7 +1075,8 @@ impl<W: Word> Cells<W> {
             return false;
         }
         self.restore_sizes(level);
-        self.tried[level] += 1;
+        // SAFETY: `level + 1 < depth` (see `at`).
+        unsafe { *at(&mut self.tried, level) += 1 };
         *cur_choice += 1;
         true
     }
@@ -1072,11 +1097,14 @@ impl<W: Word> Cells<W> {
         } else {
             self.cut_end(level, hi)
         };
-        self.lo[level] = lo;
-        self.hi[level] = hi;
-        self.degree[level] = degree;
-        self.tried[level] = 0;
-        self.filtered[level] = lo > 0 || hi < degree;
+        // SAFETY: `level + 1 < depth` (see `at`).
+        unsafe {
+            *at(&mut self.lo, level) = lo;
+            *at(&mut self.hi, level) = hi;
+            *at(&mut self.degree, level) = degree;
+            *at(&mut self.tried, level) = 0;
+            *at(&mut self.filtered, level) = lo > 0 || hi < degree;
+        }
         if level == self.base {
             self.unit[level] = if hi > lo {
                 task.weight / f64::from(hi - lo)
