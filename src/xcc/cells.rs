@@ -18,7 +18,8 @@
 //!
 //! The arrays are made of [`Word`]s: 16-bit ones for problems small enough
 //! whose 32-bit arrays would not fit the first-level cache (see
-//! [`narrow_pays`]), 32-bit ones for any other.
+//! [`narrow_pays`]), 32-bit ones for any other ([`InCache32`] when they fit
+//! that cache, which only leaves out the prefetch).
 //!
 //! Every search here follows SSXCC step by step, so a run from the root
 //! visits the same nodes in the same order and counts the same nodes and
@@ -70,6 +71,11 @@ pub(crate) trait Word: Copy + Default + std::fmt::Debug + Send + Sync + 'static 
     /// spacer's offset back, an option's length, is below `set_len`, so it
     /// fits as a signed word whenever the items do.)
     fn fits(set_len: usize, cells: usize, colors: usize) -> bool;
+    /// Whether `hide` prefetches the next option's cells while it walks
+    /// one: it pays when the arrays overflow the first-level cache (pent6x10
+    /// 2-7 % faster in 32 bits), and only costs instructions when they fit
+    /// (3 % of langford12's, 1.5 % of latin5's).
+    const PREFETCH: bool;
     fn get(self) -> u32;
     /// The word read as signed (a spacer's offset back).
     fn signed(self) -> i32;
@@ -81,6 +87,7 @@ impl Word for u16 {
         // Items (indices into `set`) must read as nonnegative `i16`s.
         set_len <= i16::MAX as usize && cells <= u16::MAX as usize && colors < u16::MAX as usize
     }
+    const PREFETCH: bool = true;
     #[inline(always)]
     fn get(self) -> u32 {
         u32::from(self)
@@ -99,6 +106,7 @@ impl Word for u32 {
     fn fits(set_len: usize, cells: usize, colors: usize) -> bool {
         set_len <= i32::MAX as usize && cells <= u32::MAX as usize && colors < u32::MAX as usize
     }
+    const PREFETCH: bool = true;
     #[inline(always)]
     fn get(self) -> u32 {
         self
@@ -110,6 +118,31 @@ impl Word for u32 {
     #[inline(always)]
     fn put(value: u32) -> u32 {
         value
+    }
+}
+
+/// A 32-bit word for problems whose arrays fit the first-level cache
+/// ([`fits_first_level_cache`]): `u32` without the prefetch.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(transparent)]
+pub(crate) struct InCache32(u32);
+
+impl Word for InCache32 {
+    fn fits(set_len: usize, cells: usize, colors: usize) -> bool {
+        u32::fits(set_len, cells, colors)
+    }
+    const PREFETCH: bool = false;
+    #[inline(always)]
+    fn get(self) -> u32 {
+        self.0
+    }
+    #[inline(always)]
+    fn signed(self) -> i32 {
+        self.0 as i32
+    }
+    #[inline(always)]
+    fn put(value: u32) -> InCache32 {
+        InCache32(value)
     }
 }
 
@@ -183,7 +216,7 @@ unsafe fn hide_options<W: Word, const COLORS: bool, const CHECK: bool>(
     for rr in c..end {
         let tt = (*set.add(rr as usize)).get();
         #[cfg(target_arch = "x86_64")]
-        if !COLORS && rr + 1 < end {
+        if W::PREFETCH && !COLORS && rr + 1 < end {
             // The next option's cells: their loads start the next chain of
             // dependent loads, so fetch them while this option is walked
             // (pent6x10 2-7 % faster; with colors, where many options are
@@ -556,19 +589,23 @@ pub(crate) fn fits<W: Word>(problem: &Problem) -> bool {
     W::fits(set, cells, problem.colors().len())
 }
 
-/// Whether 16-bit words pay for `problem`: they fit, and the 32-bit
-/// arrays the search walks (`nd`, `set`, and `clr` with colors) would not
-/// fit a 32 KiB first-level data cache. Measured on an AMD Zen 3 (whose L1
+/// Whether the 32-bit arrays the search walks (`nd`, `set`, and `clr` with
+/// colors) fit a 32 KiB first-level data cache.
+pub(crate) fn fits_first_level_cache(problem: &Problem) -> bool {
+    const FIRST_LEVEL_CACHE: usize = 32 * 1024;
+    let (set, cells) = array_lengths(problem);
+    let colors = if problem.has_colors() { cells } else { 0 };
+    4 * (2 * cells + set + colors) <= FIRST_LEVEL_CACHE
+}
+
+/// Whether 16-bit words pay for `problem`: they fit, and the 32-bit arrays
+/// would not fit the first-level cache. Measured on an AMD Zen 3 (whose L1
 /// has 32 KiB): pent6x10's 165 KB of 32-bit arrays ran about a third faster
 /// in 16 bits and MacMahon's squares' 103 KB about 8 %, while latin5,
 /// langford12 and queens14 (6 to 12 KB) ran 2 to 4 % slower, the words
 /// costing more to widen than the cache saves.
 pub(crate) fn narrow_pays(problem: &Problem) -> bool {
-    const FIRST_LEVEL_CACHE: usize = 32 * 1024;
-    let (set, cells) = array_lengths(problem);
-    let colors = if problem.has_colors() { cells } else { 0 };
-    let wide_bytes = 4 * (2 * cells + set + colors);
-    fits::<u16>(problem) && wide_bytes > FIRST_LEVEL_CACHE
+    fits::<u16>(problem) && !fits_first_level_cache(problem)
 }
 
 impl<W: Word> Cells<W> {

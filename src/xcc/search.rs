@@ -357,6 +357,7 @@ enum Inner {
     Narrow(Box<Search<Narrow>>),
     Wide(Box<Search<Wide>>),
     CellsNarrow(Box<Cells<u16>>),
+    CellsInCache(Box<Cells<cells::InCache32>>),
     Cells(Box<Cells<u32>>),
 }
 
@@ -448,6 +449,8 @@ impl Solver {
     /// A solver running `engine` in the faster layout for `problem`: narrow
     /// links nodes whenever they fit; narrow cells when they fit and the
     /// wide ones would not fit the first-level cache (`cells::narrow_pays`).
+    /// (Wide cells that fit that cache run without the prefetch:
+    /// `cells::InCache32`.)
     pub fn with_engine(problem: &Problem, engine: Engine) -> Result<Solver, UnsupportedEngine> {
         let layout = match engine {
             Engine::Cells if !cells::narrow_pays(problem) => Layout::Wide,
@@ -469,6 +472,8 @@ impl Solver {
             Engine::Cells if cells::supports(problem) => Ok(Solver {
                 engine: if layout == Layout::Narrow && cells::fits::<u16>(problem) {
                     Inner::CellsNarrow(Box::new(Cells::new(problem)))
+                } else if cells::fits_first_level_cache(problem) {
+                    Inner::CellsInCache(Box::new(Cells::new(problem)))
                 } else {
                     Inner::Cells(Box::new(Cells::new(problem)))
                 },
@@ -504,7 +509,7 @@ impl Solver {
     pub fn engine(&self) -> Engine {
         match self.engine {
             Inner::Narrow(_) | Inner::Wide(_) => Engine::Links,
-            Inner::Cells(_) | Inner::CellsNarrow(_) => Engine::Cells,
+            Inner::Cells(_) | Inner::CellsInCache(_) | Inner::CellsNarrow(_) => Engine::Cells,
         }
     }
 
@@ -512,7 +517,7 @@ impl Solver {
     pub fn layout(&self) -> Layout {
         match self.engine {
             Inner::Narrow(_) | Inner::CellsNarrow(_) => Layout::Narrow,
-            Inner::Wide(_) | Inner::Cells(_) => Layout::Wide,
+            Inner::Wide(_) | Inner::Cells(_) | Inner::CellsInCache(_) => Layout::Wide,
         }
     }
 
@@ -522,6 +527,7 @@ impl Solver {
             Inner::Narrow(s) => s.algorithm(),
             Inner::Wide(s) => s.algorithm(),
             Inner::CellsNarrow(s) => s.algorithm(),
+            Inner::CellsInCache(s) => s.algorithm(),
             Inner::Cells(s) => s.algorithm(),
         }
     }
@@ -537,6 +543,7 @@ impl Solver {
             Inner::Narrow(s) => s.run(task, config, visitor),
             Inner::Wide(s) => s.run(task, config, visitor),
             Inner::CellsNarrow(s) => s.run(task, config, visitor),
+            Inner::CellsInCache(s) => s.run(task, config, visitor),
             Inner::Cells(s) => s.run(task, config, visitor),
         }
     }
@@ -556,6 +563,7 @@ impl Solver {
             Inner::Narrow(s) => s.describe(path),
             Inner::Wide(s) => s.describe(path),
             Inner::CellsNarrow(s) => s.describe(path).map(Some),
+            Inner::CellsInCache(s) => s.describe(path).map(Some),
             Inner::Cells(s) => s.describe(path).map(Some),
         }
     }
@@ -571,6 +579,7 @@ impl Solver {
             Inner::Narrow(s) => s.probe(choose),
             Inner::Wide(s) => s.probe(choose),
             Inner::CellsNarrow(s) => s.probe(choose),
+            Inner::CellsInCache(s) => s.probe(choose),
             Inner::Cells(s) => s.probe(choose),
         }
     }
