@@ -594,3 +594,76 @@ fn dropped_options_keep_indices() {
     assert_eq!(p.dropped_options(), &[0, 3]);
     assert_eq!(solve(&p), vec![vec![1, 2], vec![4]]);
 }
+
+/// A run that counts nodes plainly (no profile, no node limit) and one
+/// that takes the general path (a profile, a node limit) count the same,
+/// on both engines and whatever the poll interval; a node limit stops at
+/// exactly that many nodes.
+#[test]
+fn node_limits_and_profiles_count_like_a_plain_run() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/queens8.dlx"))
+            .expect("examples/queens8.dlx");
+    let problem = xccd::xcc::dlx_format::parse(&text).expect("a valid problem");
+    for engine in [Engine::Links, Engine::Cells] {
+        let mut solver = Solver::with_engine(&problem, engine).unwrap();
+        for poll_interval in [1, 7, 4096] {
+            let run = |solver: &mut Solver, config: RunConfig| {
+                let config = RunConfig {
+                    poll_interval,
+                    ..config
+                };
+                solver
+                    .run(&Task::root(), &config, &mut xccd::xcc::CountOnly)
+                    .unwrap()
+            };
+            let plain = run(&mut solver, RunConfig::default());
+            assert_eq!(plain.status, Status::Exhausted);
+            assert_eq!(plain.stats.solutions, 92, "{engine:?}");
+            let profiled = run(
+                &mut solver,
+                RunConfig {
+                    profile: true,
+                    ..RunConfig::default()
+                },
+            );
+            assert_eq!(profiled.stats.nodes, plain.stats.nodes, "{engine:?}");
+            assert_eq!(profiled.stats.updates, plain.stats.updates, "{engine:?}");
+            assert_eq!(
+                profiled.stats.max_level, plain.stats.max_level,
+                "{engine:?}"
+            );
+            // The links engine counts a solution as a node of its own, as
+            // DLX2 does, outside the profile.
+            let apart = match engine {
+                Engine::Links => plain.stats.solutions,
+                _ => 0,
+            };
+            assert_eq!(
+                profiled.stats.profile.iter().sum::<u64>() + apart,
+                plain.stats.nodes,
+                "{engine:?}"
+            );
+            for limit in [1, 100, plain.stats.nodes - 1] {
+                let limited = run(
+                    &mut solver,
+                    RunConfig {
+                        max_nodes: Some(limit),
+                        ..RunConfig::default()
+                    },
+                );
+                assert_eq!(limited.status, Status::NodeLimit, "{engine:?} {limit}");
+                assert_eq!(limited.stats.nodes, limit, "{engine:?}");
+            }
+            let exact = run(
+                &mut solver,
+                RunConfig {
+                    max_nodes: Some(plain.stats.nodes),
+                    ..RunConfig::default()
+                },
+            );
+            assert_eq!(exact.status, Status::Exhausted, "{engine:?}");
+            assert_eq!(exact.stats, plain.stats, "{engine:?}");
+        }
+    }
+}

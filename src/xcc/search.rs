@@ -71,6 +71,13 @@ impl Stats {
         true
     }
 
+    /// [`Stats::count_node`] when the run [`RunConfig::counts_plainly`].
+    #[inline(always)]
+    pub(crate) fn count_plain_node(&mut self, level: usize) {
+        self.nodes += 1;
+        self.max_level = self.max_level.max(level);
+    }
+
     /// Counts a solution as the visitor judged it; the status the run must
     /// stop with, if any (the visitor's stop, or `max_solutions` reached).
     pub(crate) fn count_solution(&mut self, flow: Flow, config: &RunConfig) -> Option<Status> {
@@ -144,6 +151,14 @@ pub struct RunConfig {
     pub stop: Option<Arc<AtomicBool>>,
     /// Ask [`Visitor::partial`] at every node.
     pub check_partial: bool,
+}
+
+impl RunConfig {
+    /// Whether a node needs no more than counting (and its level noting):
+    /// no profile per level, no node limit.
+    pub(crate) fn counts_plainly(&self) -> bool {
+        !self.profile && self.max_nodes.is_none()
+    }
 }
 
 impl Default for RunConfig {
