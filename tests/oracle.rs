@@ -21,7 +21,8 @@ use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use xccd::xcc::problem::{EntrySpec, ItemKind};
 use xccd::xcc::{
-    Collect, Engine, Layout, Problem, ProblemBuilder, RunConfig, Solver, Stats, Status, Task,
+    dlx_format, Collect, CountOnly, Engine, Layout, Problem, ProblemBuilder, RunConfig, Solver,
+    Stats, Status, Task,
 };
 
 /// Largest number of options a random problem gets (the oracle is 2^n).
@@ -604,7 +605,7 @@ fn node_limits_and_profiles_count_like_a_plain_run() {
     let text =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/queens8.dlx"))
             .expect("examples/queens8.dlx");
-    let problem = xccd::xcc::dlx_format::parse(&text).expect("a valid problem");
+    let problem = dlx_format::parse(&text).expect("a valid problem");
     for engine in [Engine::Links, Engine::Cells] {
         let mut solver = Solver::with_engine(&problem, engine).unwrap();
         for poll_interval in [1, 7, 4096] {
@@ -613,9 +614,7 @@ fn node_limits_and_profiles_count_like_a_plain_run() {
                     poll_interval,
                     ..config
                 };
-                solver
-                    .run(&Task::root(), &config, &mut xccd::xcc::CountOnly)
-                    .unwrap()
+                solver.run(&Task::root(), &config, &mut CountOnly).unwrap()
             };
             let plain = run(&mut solver, RunConfig::default());
             assert_eq!(plain.status, Status::Exhausted);

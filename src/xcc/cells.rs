@@ -480,7 +480,8 @@ impl ForceStack {
     /// Pushes `x`, which is not on the stack (so there is room; see
     /// above). The index is clamped rather than checked: a check that
     /// panics made `hide` keep a stack frame (3 % more instructions on
-    /// latin5 than the clamp); the clamp keeps the write in bounds for any caller.
+    /// latin5 than the clamp), and the clamp keeps the write in bounds for
+    /// any caller.
     #[inline(always)]
     fn push(&mut self, x: u32) {
         debug_assert!(self.len < self.items.len());
