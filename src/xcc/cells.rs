@@ -185,6 +185,17 @@ struct Limits {
     second: u32,
 }
 
+impl Limits {
+    #[inline(always)]
+    fn new(oactive: u32, active: u32, second: u32) -> Limits {
+        Limits {
+            oactive,
+            active,
+            second,
+        }
+    }
+}
+
 /// SSXCC's `hide`: removes the options of item `c` that do not agree with
 /// `color` (all of them for 0) from the sets of the other items that were
 /// active before this step (`pos < oactive`). With `CHECK`, stops as soon
@@ -353,18 +364,7 @@ unsafe fn hide_unchecked<W: Word, const COLORS: bool>(
     c: u32,
     force: &mut ForceStack,
 ) -> u64 {
-    hide_options::<W, COLORS, false>(
-        arrays,
-        Limits {
-            oactive,
-            active,
-            second,
-        },
-        c,
-        0,
-        force,
-    )
-    .1
+    hide_options::<W, COLORS, false>(arrays, Limits::new(oactive, active, second), c, 0, force).1
 }
 
 /// [`hide_options`] with checks, for a secondary item of the option being
@@ -384,11 +384,7 @@ unsafe fn hide_secondary<W: Word, const COLORS: bool>(
 ) -> (bool, u64) {
     hide_options::<W, COLORS, true>(
         arrays,
-        Limits {
-            oactive,
-            active,
-            second,
-        },
+        Limits::new(oactive, active, second),
         c,
         color,
         force,
@@ -409,17 +405,7 @@ unsafe fn hide_primary<W: Word, const COLORS: bool>(
     c: u32,
     force: &mut ForceStack,
 ) -> (bool, u64) {
-    hide_options::<W, COLORS, true>(
-        arrays,
-        Limits {
-            oactive,
-            active,
-            second,
-        },
-        c,
-        0,
-        force,
-    )
+    hide_options::<W, COLORS, true>(arrays, Limits::new(oactive, active, second), c, 0, force)
 }
 
 /// `pos(x)`.
@@ -869,11 +855,7 @@ impl<W: Word> Cells<W> {
                 hide_option::<W, false>(
                     arrays.set,
                     arrays.nd,
-                    Limits {
-                        oactive: active,
-                        active,
-                        second,
-                    },
+                    Limits::new(active, active, second),
                     tt,
                     force,
                     &mut self.updates,
