@@ -68,6 +68,7 @@
 use super::size::{product, sum, EncodingSize};
 use super::{Encoded, PuzzleError, MAX_GRID_CELLS};
 use crate::run::SideCondition;
+use crate::xcc::estimate::SplitMix64;
 use crate::xcc::{Problem, ProblemBuilder};
 
 /// A hitori puzzle: `numbers[r * cols + c]`.
@@ -541,19 +542,16 @@ pub fn encode_text(text: &str, weak: bool) -> Result<Box<dyn Encoded>, PuzzleErr
     Ok(Box::new(HitoriEncoding::new(parse(text)?, weak)))
 }
 
-/// A small deterministic generator (splitmix64).
-pub(super) struct Rng(u64);
+/// The puzzle generators' deterministic source: the engine's splitmix64
+/// (the estimates' generator), with the index helpers they need.
+pub(super) struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(SplitMix64::new(seed))
     }
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     /// Uniform in `0..n` (`n > 0`).
     pub fn below(&mut self, n: usize) -> usize {
