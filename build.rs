@@ -1,7 +1,9 @@
 //! Compiles the gRPC contract in `proto/` with protox, a protobuf compiler
 //! written in Rust, so that building needs no system `protoc`. The encoded
 //! descriptors of the public API (not of the workers' protocol) are kept for
-//! server reflection.
+//! server reflection. It also lists the benchmark set of `bench/` for
+//! `include_str!`, so that `xccd bench` carries its instances and reference
+//! tables wherever the binary runs.
 
 use std::path::PathBuf;
 
@@ -26,5 +28,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // over without a copy, and a client decodes them without one.
         .bytes(".xccd.v1.SolutionBatch.packed_indices")
         .compile_fds(descriptors)?;
+    embed_bench_set(&out)?;
+    Ok(())
+}
+
+/// Writes `bench_set.rs`: every `bench/instances/*.dlx` as `(name, text)`,
+/// sorted by name, and the two reference tables.
+fn embed_bench_set(out: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    println!("cargo:rerun-if-changed=bench");
+    let bench = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("bench");
+    let mut names: Vec<String> = std::fs::read_dir(bench.join("instances"))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|x| x == "dlx"))
+        .filter_map(|path| Some(path.file_stem()?.to_str()?.to_string()))
+        .collect();
+    names.sort();
+    let include = |path: PathBuf| format!("include_str!({:?})", path.display().to_string());
+    let mut code = String::from("pub(crate) const INSTANCES: &[(&str, &str)] = &[\n");
+    for name in &names {
+        let path = bench.join("instances").join(format!("{name}.dlx"));
+        code.push_str(&format!("    ({name:?}, {}),\n", include(path)));
+    }
+    code.push_str("];\n");
+    for (constant, file) in [
+        ("KNUTH_REFERENCE", "knuth-reference.tsv"),
+        ("SSXCC_REFERENCE", "ssxcc-reference.tsv"),
+    ] {
+        code.push_str(&format!(
+            "pub(crate) const {constant}: &str = {};\n",
+            include(bench.join(file))
+        ));
+    }
+    std::fs::write(out.join("bench_set.rs"), code)?;
     Ok(())
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Stream every solution of a DLX file from an xccd server in Python, and time it.
 
-    python3 examples/python_stream.py ../shared/bench/instances/latin5.dlx --addr localhost:50051
+    python3 examples/python_stream.py bench/instances/latin5.dlx --addr localhost:50051
 
 Needs grpcio and grpcio-tools (tests/python/requirements.txt); the stubs are generated from
 proto/ into a temporary folder. Prints, for counting only, one Solution message per solution

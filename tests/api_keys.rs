@@ -229,8 +229,7 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
     // does not.
     let long = || pb::SubmitJobRequest {
         problem: dlx(&std::fs::read_to_string(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../shared/bench/instances/queens15.dlx"),
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench/instances/queens15.dlx"),
         )
         .unwrap()),
         ..Default::default()

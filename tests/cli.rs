@@ -245,7 +245,7 @@ fn solve_on_a_server_prints_the_solutions_of_a_local_solve() {
     let url = format!("http://{}", server.addr);
     for (file, count) in [
         ("examples/queens8.dlx", 92),
-        ("../shared/bench/instances/sudoku_hard17.dlx", 1),
+        ("bench/instances/sudoku_hard17.dlx", 1),
     ] {
         let args = ["solve", file, "--all", "--quiet", "--format", "indices"];
         let lines = |output: Output| {

@@ -44,11 +44,8 @@ const SEARCH: Duration = Duration::from_secs(180);
 // ---------------------------------------------------------------------------
 
 fn instance(name: &str) -> String {
-    let path = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/bench/instances"
-    ))
-    .join(format!("{name}.dlx"));
+    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/instances"))
+        .join(format!("{name}.dlx"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 

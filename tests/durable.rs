@@ -26,11 +26,8 @@ const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
 const TOKEN: &str = "durable-test-worker-token";
 
 fn instance(name: &str) -> String {
-    let path = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/bench/instances"
-    ))
-    .join(format!("{name}.dlx"));
+    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/instances"))
+        .join(format!("{name}.dlx"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 

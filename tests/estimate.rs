@@ -25,7 +25,7 @@ use xccd::xcc::{dlx_format, CountOnly, Decision, Engine, Problem, RunConfig, Sol
 
 fn instance(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/bench/instances")
+        .join("bench/instances")
         .join(format!("{name}.dlx"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }

@@ -8,7 +8,7 @@ use xccd::xcc::{
 };
 
 fn bench_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/bench")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench")
 }
 
 fn count(problem: &xccd::xcc::Problem) -> Stats {
@@ -22,11 +22,11 @@ fn count_with(problem: &xccd::xcc::Problem, layout: Layout) -> Stats {
         .stats
 }
 
-/// The rows of a reference table of `../shared/bench` (tab-separated, a
+/// The rows of a reference table of `bench` (tab-separated, a
 /// header line `case ...`, comments), each with its instance parsed.
 fn reference_rows(table: &str) -> Vec<(Vec<String>, xccd::xcc::Problem)> {
     let text = std::fs::read_to_string(bench_dir().join(table))
-        .unwrap_or_else(|e| panic!("../shared/bench/{table} is part of the shared data: {e}"));
+        .unwrap_or_else(|e| panic!("bench/{table} is part of the repository: {e}"));
     text.lines()
         .filter(|line| {
             !(line.starts_with('#') || line.starts_with("case") || line.trim().is_empty())

@@ -58,7 +58,7 @@ const MAX_MESSAGES: usize = 2_000_000;
 // ---------------------------------------------------------------------------
 
 fn bench_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/bench"))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/bench"))
 }
 
 fn instance(name: &str) -> String {

@@ -7,21 +7,22 @@
 //! rough guide, and only ratios measured in one run are worth comparing.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
 use xccd::xcc::{CountOnly, Engine, Layout, Problem, RunConfig, Solver, Stats, Task};
 
+use super::bench_set::{BenchSet, ReferenceTable};
 use super::CliError;
-
-const DEFAULT_BENCH_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/bench");
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Folder holding `instances/*.dlx` and `knuth-reference.tsv`.
-    #[arg(long, env = "XCCD_BENCH_DIR", default_value = DEFAULT_BENCH_DIR)]
-    pub dir: PathBuf,
+    /// Folder holding `instances/*.dlx`, `knuth-reference.tsv` and
+    /// `ssxcc-reference.tsv` (the repository's `bench/` has that shape).
+    /// Default: the same set, built into this binary.
+    #[arg(long, env = "XCCD_BENCH_DIR")]
+    pub dir: Option<PathBuf>,
     /// Only run instances whose name contains this text.
     #[arg(long)]
     pub filter: Option<String>,
@@ -94,8 +95,8 @@ struct Reference {
     program: String,
 }
 
-fn read_reference(path: &Path) -> HashMap<String, Reference> {
-    let Ok(text) = std::fs::read_to_string(path) else {
+fn read_reference(set: &BenchSet, table: ReferenceTable) -> HashMap<String, Reference> {
+    let Some(text) = set.reference(table) else {
         return HashMap::new();
     };
     let mut table = HashMap::new();
@@ -131,6 +132,7 @@ fn read_reference(path: &Path) -> HashMap<String, Reference> {
 
 pub fn run(args: BenchArgs) -> Result<(), CliError> {
     let out = super::bench_out::Rows::new(args.json);
+    let set = BenchSet::new(args.dir.clone());
     if args.cluster {
         let tls = match (&args.tls_cert, &args.tls_key, &args.ca_cert) {
             (Some(cert), Some(key), Some(ca)) => Some(super::bench_cluster::Tls {
@@ -140,28 +142,25 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
             }),
             _ => None,
         };
-        return super::bench_cluster::run(&args.dir, args.filter.as_deref(), tls, out);
+        return super::bench_cluster::run(&set, args.filter.as_deref(), tls, out);
     }
     if args.scale {
-        return super::bench_scale::run(&args.dir, &args.workers, args.lease_nodes, out);
+        return super::bench_scale::run(&set, &args.workers, args.lease_nodes, out);
     }
     if args.service {
-        return super::bench_service::run(&args.dir, args.filter.as_deref(), out);
+        return super::bench_service::run(&set, args.filter.as_deref(), out);
     }
-    let dir = args.dir.join("instances");
-    let links_reference = read_reference(&args.dir.join("knuth-reference.tsv"));
-    let cells_reference = read_reference(&args.dir.join("ssxcc-reference.tsv"));
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|e| CliError::BadInput(format!("cannot read {}: {e}", dir.display())))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "dlx"))
-        .filter(|p| {
+    let links_reference = read_reference(&set, ReferenceTable::Knuth);
+    let cells_reference = read_reference(&set, ReferenceTable::Ssxcc);
+    let names: Vec<String> = set
+        .names()?
+        .into_iter()
+        .filter(|name| {
             args.filter
                 .as_ref()
-                .is_none_or(|f| p.to_string_lossy().contains(f.as_str()))
+                .is_none_or(|f| name.contains(f.as_str()))
         })
         .collect();
-    files.sort();
     let engines: &[Engine] = match args.engine {
         EngineArg::Links => &[Engine::Links],
         EngineArg::Cells => &[Engine::Cells],
@@ -182,13 +181,8 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
         "speedup"
     ));
     let mut mismatches = 0;
-    for path in files {
-        let name = path
-            .file_stem()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .to_string();
-        let problem = super::solve::read_problem(&path.to_string_lossy())?;
+    for name in names {
+        let (problem, _) = set.load(&name)?;
         let mut seconds = Vec::new();
         for &engine in engines {
             if !engine.supports(&problem) {

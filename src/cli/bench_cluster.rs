@@ -8,7 +8,7 @@
 //!
 //! The coordinator runs in this process; the workers are this binary.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,6 +22,7 @@ use serde_json::json;
 
 use super::bench_out::{num, Rows};
 use super::bench_service::{count, enumerate};
+use super::bench_set::BenchSet;
 use super::CliError;
 
 /// The token of this benchmark's workers (loopback only, for one run).
@@ -85,17 +86,22 @@ async fn wait_slots(pool: &Pool, slots: usize) -> Result<(), CliError> {
     Ok(())
 }
 
-pub fn run(dir: &Path, filter: Option<&str>, tls: Option<Tls>, out: Rows) -> Result<(), CliError> {
+pub fn run(
+    set: &BenchSet,
+    filter: Option<&str>,
+    tls: Option<Tls>,
+    out: Rows,
+) -> Result<(), CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(failed)?;
-    runtime.block_on(run_async(dir, filter, tls, out))
+    runtime.block_on(run_async(set, filter, tls, out))
 }
 
 async fn run_async(
-    dir: &Path,
+    set: &BenchSet,
     filter: Option<&str>,
     tls: Option<Tls>,
     out: Rows,
@@ -147,8 +153,7 @@ async fn run_async(
         if filter.is_some_and(|f| !name.contains(f)) {
             continue;
         }
-        let path = dir.join("instances").join(format!("{name}.dlx"));
-        let (problem, _) = super::solve::read_problem_and_text(&path.to_string_lossy())?;
+        let (problem, _) = set.load(name)?;
         let problem = Arc::new(problem);
         let (s_local, t_local, nodes) = count(&local, &problem).await?;
         let (s_remote, t_remote, _) = count(&server.pool, &problem).await?;
@@ -208,8 +213,7 @@ async fn run_async(
         if filter.is_some_and(|f| !name.contains(f)) {
             continue;
         }
-        let path = dir.join("instances").join(format!("{name}.dlx"));
-        let (problem, _) = super::solve::read_problem_and_text(&path.to_string_lossy())?;
+        let (problem, _) = set.load(name)?;
         let problem = Arc::new(problem);
         let (s_local, t_local, _) = enumerate(&local, &problem, true).await?;
         let (s_remote, t_remote, _) = enumerate(&server.pool, &problem, true).await?;
@@ -240,7 +244,7 @@ async fn run_async(
     }
     if filter.is_none_or(|f| "latency".contains(f)) {
         // Small calls on a pure coordinator: the remote leases yield.
-        super::bench_service::latency_on(&server, "remote worker slots", 2, dir, out).await?;
+        super::bench_service::latency_on(&server, "remote worker slots", 2, set, out).await?;
     }
     drop(workers);
     let pool = local;

@@ -18,7 +18,6 @@
 //! coordinator has the other core of a 2-core machine.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -31,6 +30,7 @@ use xccd::service::proto::solver_service_client::SolverServiceClient;
 use xccd::xcc::{CountOnly, RunConfig, Solver, Task};
 
 use super::bench_out::{num, Rows};
+use super::bench_set::BenchSet;
 use super::CliError;
 
 /// The token of this benchmark's workers (loopback only, for one run).
@@ -244,9 +244,8 @@ impl Drop for Coordinator {
 }
 
 /// Runs the table for each count of workers.
-pub fn run(dir: &Path, workers: &[usize], lease_nodes: u64, out: Rows) -> Result<(), CliError> {
-    let path = dir.join("instances").join(format!("{INSTANCE}.dlx"));
-    let (problem, text) = super::solve::read_problem_and_text(&path.to_string_lossy())?;
+pub fn run(set: &BenchSet, workers: &[usize], lease_nodes: u64, out: Rows) -> Result<(), CliError> {
+    let (problem, text) = set.load(INSTANCE)?;
     let expected = Solver::new(&problem)
         .run(&Task::root(), &RunConfig::default(), &mut CountOnly)
         .map_err(failed)?

@@ -7,7 +7,6 @@
 //! - latency: Solve calls on a sudoku while an enumeration keeps every
 //!   worker busy, against the goal of issue 14 (p99 within 10 ms).
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,6 +18,7 @@ use xccd::service::{JobSpec, Pool, PoolConfig};
 use xccd::xcc::{Engine, Problem};
 
 use super::bench_out::{num, Rows};
+use super::bench_set::BenchSet;
 use super::CliError;
 
 /// The goal for the 99th percentile of a small Solve during a saturating
@@ -26,11 +26,6 @@ use super::CliError;
 const LATENCY_GOAL_P99_MS: f64 = 10.0;
 /// Solve calls measured.
 const LATENCY_CALLS: usize = 500;
-
-fn load(dir: &Path, name: &str) -> Result<(Problem, String), CliError> {
-    let path = dir.join("instances").join(format!("{name}.dlx"));
-    super::solve::read_problem_and_text(&path.to_string_lossy())
-}
 
 fn pool_count(problem: &Arc<Problem>, threads: usize) -> Result<(u64, f64, u64), CliError> {
     let pool = Pool::new(PoolConfig {
@@ -98,7 +93,7 @@ pub(super) async fn enumerate(
     ))
 }
 
-pub fn run(dir: &Path, filter: Option<&str>, out: Rows) -> Result<(), CliError> {
+pub fn run(set: &BenchSet, filter: Option<&str>, out: Rows) -> Result<(), CliError> {
     let wanted = |name: &str| filter.is_none_or(|f| name.contains(f));
     if wanted("speedup") {
         out.text("parallel speedup (count only, pool of N worker threads)");
@@ -107,7 +102,7 @@ pub fn run(dir: &Path, filter: Option<&str>, out: Rows) -> Result<(), CliError> 
             "instance", "solutions", "nodes", "1 thr s", "2 thr s", "speedup"
         ));
         for name in ["queens15", "pent6x10"] {
-            let (problem, _) = load(dir, name)?;
+            let (problem, _) = set.load(name)?;
             let problem = Arc::new(problem);
             let (s1, t1, n1) = pool_count(&problem, 1)?;
             let (s2, t2, n2) = pool_count(&problem, 2)?;
@@ -140,13 +135,13 @@ pub fn run(dir: &Path, filter: Option<&str>, out: Rows) -> Result<(), CliError> 
     }
     let runtime = tokio::runtime::Runtime::new().map_err(|e| CliError::Failed(e.to_string()))?;
     if wanted("stream") {
-        runtime.block_on(streaming(dir, out))?;
+        runtime.block_on(streaming(set, out))?;
     }
     if wanted("latency") {
-        runtime.block_on(latency(dir, out))?;
+        runtime.block_on(latency(set, out))?;
     }
     if wanted("durable") {
-        runtime.block_on(durability(dir, out))?;
+        runtime.block_on(durability(set, out))?;
     }
     Ok(())
 }
@@ -207,9 +202,9 @@ async fn submitted(
 /// The cost of the job store: a submitted job with every solution stored
 /// against the same job kept in memory (its first 100 solutions), the
 /// bytes a stored solution takes on disk, and reading them all back.
-async fn durability(dir: &Path, out: Rows) -> Result<(), CliError> {
+async fn durability(set: &BenchSet, out: Rows) -> Result<(), CliError> {
     let name = "queens15";
-    let (_, text) = load(dir, name)?;
+    let (_, text) = set.load(name)?;
     let memory_server = start_server(2).await?;
     let cpu = cpu_seconds();
     let (memory_s, memory_job) = submitted(&memory_server, &text).await?;
@@ -366,9 +361,9 @@ const STREAM_GOAL: f64 = 1.5;
 /// Every solution of latin5 streamed over loopback (Enumerate, one
 /// message per solution and the packed form) against counting them on the
 /// same two workers in process; the fastest of a few runs of each.
-async fn streaming(dir: &Path, out: Rows) -> Result<(), CliError> {
+async fn streaming(set: &BenchSet, out: Rows) -> Result<(), CliError> {
     let name = "latin5";
-    let (problem, text) = load(dir, name)?;
+    let (problem, text) = set.load(name)?;
     let problem = Arc::new(problem);
     let pool = Pool::new(PoolConfig {
         threads: 2,
@@ -493,9 +488,9 @@ async fn start_server(threads: usize) -> Result<xccd::service::server::RunningSe
 /// Small Solve calls (sudoku_hard17, one after another) while a count of
 /// queens15 holds every worker of an in-process pool of 2 threads: the
 /// latency a client sees, against the goal.
-async fn latency(dir: &Path, out: Rows) -> Result<(), CliError> {
+async fn latency(set: &BenchSet, out: Rows) -> Result<(), CliError> {
     let server = start_server(2).await?;
-    let measured = latency_on(&server, "local threads", 2, dir, out).await;
+    let measured = latency_on(&server, "local threads", 2, set, out).await;
     let _ = server.shutdown().await;
     measured
 }
@@ -506,11 +501,11 @@ pub(super) async fn latency_on(
     server: &RunningServer,
     path: &str,
     workers: usize,
-    dir: &Path,
+    set: &BenchSet,
     out: Rows,
 ) -> Result<(), CliError> {
-    let (_, big) = load(dir, "queens15")?;
-    let (_, sudoku) = load(dir, "sudoku_hard17")?;
+    let (_, big) = set.load("queens15")?;
+    let (_, sudoku) = set.load("sudoku_hard17")?;
     let mut background = client(server.addr).await?;
     let mut enumeration = background
         .enumerate(pb::EnumerateRequest {

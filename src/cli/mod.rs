@@ -8,6 +8,7 @@ mod bench_cluster;
 mod bench_out;
 mod bench_scale;
 mod bench_service;
+mod bench_set;
 mod credentials;
 mod estimate;
 mod pooled;
