@@ -23,9 +23,8 @@ from grpc_tools import protoc
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTO_ROOT = ROOT / "proto"
-INSTANCES = Path(
-    os.environ.get("XCCD_INSTANCES", ROOT.parent / "shared" / "bench" / "instances")
-)
+# The benchmark instances in the repository (bench/README.md); XCCD_INSTANCES names another folder.
+INSTANCES = Path(os.environ.get("XCCD_INSTANCES", ROOT / "bench" / "instances"))
 # Seconds any one call may take.
 TIMEOUT = 60
 
