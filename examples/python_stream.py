@@ -4,38 +4,23 @@
     python3 examples/python_stream.py bench/instances/latin5.dlx --addr localhost:50051
 
 Needs grpcio and grpcio-tools (tests/python/requirements.txt); the stubs are generated from
-proto/ into a temporary folder. Prints, for counting only, one Solution message per solution
-and the packed form (EnumerateRequest.packed_solutions), the seconds and solutions per second
+proto/ into a temporary folder (xccd_stubs.py). Prints, for counting only, one Solution message
+per solution and the packed form (EnumerateRequest.packed_solutions), the seconds and solutions per second
 that this client reached, best of --runs. Plain connections only (no TLS, no API key).
 """
 import argparse
 import array
-import importlib
-import importlib.resources
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import grpc
-from grpc_tools import protoc
 
-PROTO = Path(__file__).resolve().parents[1] / "proto"
+import xccd_stubs
+
 # The array type of packed indices of 1, 2 and 4 bytes (SolutionBatch.packed_index_bytes).
 WIDTHS = {1: "B", 2: "H", 4: "I"}
-
-
-def stubs(out):
-    well_known = importlib.resources.files("grpc_tools") / "_proto"
-    rc = protoc.main(
-        ["protoc", f"-I{PROTO}", f"-I{well_known}", f"--python_out={out}",
-         f"--grpc_python_out={out}", str(PROTO / "xccd" / "v1" / "solver.proto")]
-    )
-    if rc != 0:
-        sys.exit("protoc failed on proto/xccd/v1/solver.proto")
-    sys.path.insert(0, out)
-    return (importlib.import_module("xccd.v1.solver_pb2"),
-            importlib.import_module("xccd.v1.solver_pb2_grpc"))
 
 
 def stream(stub, pb2, text, form):
@@ -75,7 +60,7 @@ def main():
     args = parser.parse_args()
     text = args.dlx.read_text()
     with tempfile.TemporaryDirectory() as out:
-        pb2, pb2_grpc = stubs(out)
+        pb2, pb2_grpc = xccd_stubs.load(out)
         options = [("grpc.max_receive_message_length", 64 << 20)]
         with grpc.insecure_channel(args.addr, options=options) as channel:
             stub = pb2_grpc.SolverServiceStub(channel)
