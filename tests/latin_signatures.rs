@@ -1,7 +1,7 @@
 //! Exercise 391: the `latin_signatures` example's counts, through the real
 //! service, against a brute-force enumeration of latin squares that knows
 //! nothing of XCC; its sorting and merging on disk against a hash map; and
-//! the README's table against the brute force.
+//! the table of docs/latin-signatures.md against the brute force.
 //!
 //! Order 6 (812,851,200 squares) is in ignored tests, minutes long:
 //! `cargo test --release --test latin_signatures -- --ignored --nocapture`.
@@ -362,13 +362,17 @@ fn second_method(n: usize, dir: &Path) -> Counts {
     }
 }
 
-/// The README's row for order n of the table `| n | squares | signatures |
-/// unique | need a strong clue |`, if it has one (the share checked).
-fn readme_row(n: usize) -> Option<Counts> {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = readme.find("| n | squares | signatures | unique | need a strong clue |")?;
-    readme[start..]
+/// The row for order n of docs/latin-signatures.md's table `| n | squares |
+/// signatures | unique | need a strong clue |`, if it has one (the share
+/// checked).
+fn documented_row(n: usize) -> Option<Counts> {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/latin-signatures.md"
+    ))
+    .unwrap();
+    let start = page.find("| n | squares | signatures | unique | need a strong clue |")?;
+    page[start..]
         .lines()
         .take_while(|line| line.starts_with('|'))
         .map(|line| {
@@ -388,31 +392,35 @@ fn readme_row(n: usize) -> Option<Counts> {
             assert_eq!(
                 cells[4],
                 format!("{:.1}%", 100.0 * share),
-                "README, order {n}"
+                "docs/latin-signatures.md, order {n}"
             );
             counts
         })
 }
 
 /// The second method on orders 3 to 5 against the first brute force, and
-/// the README's rows against both.
+/// the documented rows against both.
 #[test]
-fn second_method_and_readme_match_brute_force_up_to_order_5() {
+fn second_method_and_documented_table_match_brute_force_up_to_order_5() {
     let temp = tempfile::tempdir().unwrap();
     for n in 3..=5 {
         let expected = brute_force_counts(n);
         assert_eq!(second_method(n, temp.path()), expected, "order {n}");
-        assert_eq!(readme_row(n), Some(expected), "README, order {n}");
+        assert_eq!(
+            documented_row(n),
+            Some(expected),
+            "docs/latin-signatures.md, order {n}"
+        );
     }
     assert_eq!(std::fs::read_dir(temp.path()).unwrap().count(), 0);
 }
 
 /// Order 6 by the second method: the published number of squares, and the
-/// README's row (which the example printed). 2.5-4.5 minutes on 2 shared
+/// documented row (which the example printed). 2.5-4.5 minutes on 2 shared
 /// cores, 6.5 GB in the temporary folder.
 #[test]
 #[ignore = "minutes long; run with --release -- --ignored"]
-fn order6_second_method_matches_the_readme() {
+fn order6_second_method_matches_the_documented_row() {
     let temp = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let counts = second_method(6, temp.path());
@@ -421,7 +429,7 @@ fn order6_second_method_matches_the_readme() {
         started.elapsed().as_secs_f64()
     );
     assert_eq!(counts.squares, 812_851_200);
-    assert_eq!(readme_row(6), Some(counts));
+    assert_eq!(documented_row(6), Some(counts));
 }
 
 /// Order 6 end to end: the example through an in-process server against
