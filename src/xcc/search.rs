@@ -417,7 +417,7 @@ impl Engine {
     /// The engine `auto` picks for `problem`: dancing cells whenever they
     /// can (every problem without multiplicities), links otherwise.
     ///
-    /// Measured with `xccd bench` (README, "Choosing an engine"): SSXCC's
+    /// Measured with `xccd bench` (docs/performance.md): SSXCC's
     /// search tree is never larger than DLX2's (it stops a branch as soon as
     /// an item loses its last option and forces items left with one), and
     /// our cells engine runs it faster than the links engine runs DLX2's on
