@@ -34,6 +34,8 @@
 //!   in the commands with `:PORT` and `:PORT+1` (and back in their output), and sets
 //!   `XCCD_DATA_DIR` to a fresh folder, so that `xccd serve` keeps its jobs out of the
 //!   repository.
+//! - **Links**: every relative link of a page names a file of the repository, and one of its
+//!   headings when it has an anchor.
 //! - **Annotations**, an HTML comment on the last non-blank line before a block:
 //!   `<!-- doc-test: continued -->` runs the block in the session of the block before it in
 //!   the same file (its shell, variables and background servers), as a reader who follows
@@ -917,6 +919,98 @@ fn the_readme_starts_with_the_two_setup_commands() {
     assert!(!out.stdout.is_empty(), "`{}` printed nothing", commands[0]);
 }
 
+/// GitHub's anchor of a heading: lower case, spaces to hyphens, other punctuation dropped.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The anchors of a Markdown text's headings (outside fenced blocks).
+fn anchors(text: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fenced = !fenced;
+        } else if !fenced && trimmed.starts_with('#') {
+            out.push(slug(trimmed.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// The targets of a Markdown text's inline links `[text](target)`, outside fenced blocks and
+/// code spans, with their line numbers.
+fn links(text: &str) -> Vec<(usize, String)> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        // Drop code spans, whose brackets are not links.
+        let prose: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+        let mut rest = prose.as_str();
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let Some(end) = after.find(')') else { break };
+            out.push((index + 1, after[..end].to_string()));
+            rest = &after[end..];
+        }
+    }
+    out
+}
+
+/// Every relative link of the docs names a file of the repository, and a heading of it when it
+/// has an anchor: moving a section must not leave a link behind.
+#[test]
+fn links_between_the_docs_resolve() {
+    let mut broken = Vec::new();
+    for file in markdown_files() {
+        let text = std::fs::read_to_string(root().join(&file)).unwrap();
+        let dir = Path::new(&file).parent().unwrap_or(Path::new(""));
+        for (line, target) in links(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (path, anchor) = match target.split_once('#') {
+                Some((path, anchor)) => (path, Some(anchor)),
+                None => (target.as_str(), None),
+            };
+            let resolved = if path.is_empty() {
+                root().join(&file)
+            } else {
+                root().join(dir).join(path)
+            };
+            if !resolved.exists() {
+                broken.push(format!("{file}:{line}: {target}: no such file"));
+                continue;
+            }
+            if let Some(anchor) = anchor {
+                let page = std::fs::read_to_string(&resolved).unwrap_or_default();
+                if !anchors(&page).iter().any(|a| a == anchor) {
+                    broken.push(format!("{file}:{line}: {target}: no such heading"));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
 // ----- The checker itself -----
 
 #[test]
@@ -949,6 +1043,27 @@ fn ellipses_match_lines_and_text() {
     assert_eq!(
         shown,
         "    92\n  - Altogether 1049 nodes\n  + Altogether 857 nodes\n"
+    );
+}
+
+#[test]
+fn slugs_and_links_are_read_as_github_does() {
+    assert_eq!(
+        slug(" Knuth's estimate, measured"),
+        "knuths-estimate-measured"
+    );
+    assert_eq!(
+        slug("Security: TLS, API keys, limits"),
+        "security-tls-api-keys-limits"
+    );
+    assert_eq!(
+        anchors("# A\n```\n# not a heading\n```\n## B c"),
+        vec!["a", "b-c"]
+    );
+    let found = links("see [x](docs/a.md#b) and `[y](z)`\n```\n[w](v)\n```\n[u](t)");
+    assert_eq!(
+        found,
+        vec![(1, "docs/a.md#b".to_string()), (5, "t".to_string())]
     );
 }
 
