@@ -470,7 +470,7 @@ fn blank_grid(rows: usize, cols: usize, cell: &str) -> String {
 }
 
 #[test]
-fn pathological_puzzles_are_refused_in_milliseconds() {
+fn pathological_puzzles_are_refused_in_time_linear_in_their_text() {
     let limits = EncodingLimits::DEFAULT;
     let mut one_clue = blank_grid(40, 40, ".");
     one_clue.replace_range(0..1, "1");
