@@ -466,30 +466,11 @@ pub fn progress(p: &Progress) -> pb::Progress {
     }
 }
 
-/// The longest deadline taken from a request; longer ones are clamped, so
-/// that adding one to the clock cannot overflow.
-const LONGEST_DEADLINE: Duration = Duration::from_secs(10 * 365 * 86400);
-
 /// Reads a gRPC deadline (`grpc-timeout` header: an integer and a unit),
-/// clamped to ten years. A header that does not parse means no deadline.
+/// clamped to ten years. The layer in front of the services
+/// ([`super::grpc_headers`]) has refused a header that does not parse.
 pub fn deadline<T>(request: &tonic::Request<T>) -> Option<Duration> {
-    let value = request.metadata().get("grpc-timeout")?.to_str().ok()?;
-    let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    // Longer numbers than u64 holds are clamped too.
-    let n: u64 = digits.parse().unwrap_or(u64::MAX);
-    let d = match unit {
-        "H" => Duration::from_secs(n.saturating_mul(3600)),
-        "M" => Duration::from_secs(n.saturating_mul(60)),
-        "S" => Duration::from_secs(n),
-        "m" => Duration::from_millis(n),
-        "u" => Duration::from_micros(n),
-        "n" => Duration::from_nanos(n),
-        _ => return None,
-    };
-    Some(d.min(LONGEST_DEADLINE))
+    super::grpc_headers::parse_timeout(request.metadata().get("grpc-timeout")?.as_bytes())
 }
 
 /// When a unary call must answer DEADLINE_EXCEEDED: a little before its
