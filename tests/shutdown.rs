@@ -356,7 +356,11 @@ async fn a_cut_off_count_on_a_server_exits_3_and_says_it_is_partial() {
     let out = client.wait_with_output().expect("xccd solve ends");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "stdout {stdout}, stderr {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "stdout {stdout}, stderr {stderr}"
+    );
     assert!(
         stderr.contains("cut short") && stderr.contains("shutting down"),
         "{stderr}"

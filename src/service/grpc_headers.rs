@@ -197,9 +197,26 @@ mod tests {
         assert_eq!(parse_timeout(b"1m"), Some(Duration::from_millis(1)));
         assert_eq!(parse_timeout(b"15S"), Some(Duration::from_secs(15)));
         assert_eq!(parse_timeout(b"2H"), Some(Duration::from_secs(7200)));
-        assert_eq!(parse_timeout(b"18446744073709551615H"), Some(LONGEST_DEADLINE));
-        for bad in [&b""[..], b"1", b"S", b"1.5S", b"+1S", b"1s", b"1 S", b"\xd9\xa3S"] {
-            assert_eq!(parse_timeout(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        assert_eq!(
+            parse_timeout(b"18446744073709551615H"),
+            Some(LONGEST_DEADLINE)
+        );
+        for bad in [
+            &b""[..],
+            b"1",
+            b"S",
+            b"1.5S",
+            b"+1S",
+            b"1s",
+            b"1 S",
+            b"\xd9\xa3S",
+        ] {
+            assert_eq!(
+                parse_timeout(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 
