@@ -3,8 +3,9 @@
 //! solutions and count-only, EnumeratePuzzle, WatchJob, Enumerate on a
 //! coordinator with a remote worker) delivers the summary with reason
 //! SHUTDOWN, then ends the call with UNAVAILABLE carrying a RetryInfo and
-//! the ErrorInfo reason SHUTTING_DOWN; `xccd solve --count --server` cut off
-//! this way exits 3 and says the count is partial.
+//! the ErrorInfo reason SHUTTING_DOWN; a Solve cut short answers the same;
+//! `xccd solve --count --server` cut off this way exits 3 and says the count
+//! is partial.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -331,6 +332,45 @@ async fn watch_job_ends_unavailable_after_its_summary() {
         }
     })
     .await;
+}
+
+/// n queens where row 0 is covered by an option with no column: no
+/// solution, found only by exploring a tree of minutes for n = 18.
+fn fruitless_queens(n: usize) -> String {
+    let mut text = queens_dlx(n);
+    text.insert_str(0, "Z ");
+    text.push_str("Z r0\n");
+    text
+}
+
+#[tokio::test]
+async fn solve_answers_unavailable_when_cut_short() {
+    let addr = free_port();
+    let mut server = Process::serve("solve", addr, &["--threads", "2"]);
+    let mut client = Solver::new(channel(addr, &mut server).await);
+    let call = tokio::spawn(async move {
+        client
+            .solve(pb::SolveRequest {
+                problem: Some(pb::Problem {
+                    source: Some(pb::problem::Source::Dlx(fruitless_queens(18))),
+                }),
+                ..Default::default()
+            })
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(!call.is_finished(), "Solve ended before SIGTERM");
+    server.sigterm();
+    let status = tokio::time::timeout(Duration::from_secs(60), call)
+        .await
+        .expect("Solve answers")
+        .unwrap()
+        .expect_err("a Solve the shutdown cut short is not OK");
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    let details = status.get_error_details();
+    assert_eq!(details.error_info().unwrap().reason, "SHUTTING_DOWN");
+    assert!(details.retry_info().is_some(), "{status:?}");
+    assert_eq!(server.exited(), Some(0));
 }
 
 #[tokio::test]
