@@ -261,3 +261,57 @@ fn solve_on_a_server_prints_the_solutions_of_a_local_solve() {
     }
     runtime.block_on(server.shutdown()).expect("clean shutdown");
 }
+
+/// A short `XCCD_WORKER_TOKEN` left in the environment is no reason for a
+/// server with no workers' listener to refuse to start; with one
+/// (`--worker-listen`) the token is checked and refused.
+#[test]
+fn a_worker_token_is_checked_only_where_workers_can_connect() {
+    let port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+    };
+    let listen = port();
+    let mut plain = Command::new(env!("CARGO_BIN_EXE_xccd"))
+        .args(["serve", "--threads", "2", "--data-dir", "none"])
+        .args(["--listen", &listen.to_string()])
+        .env("XCCD_WORKER_TOKEN", "short")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start xccd serve");
+    let start = std::time::Instant::now();
+    let serving = loop {
+        if let Some(status) = plain.try_wait().unwrap() {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(&mut plain.stderr.take().unwrap(), &mut err);
+            panic!("xccd serve exited ({status}): {err}");
+        }
+        if std::net::TcpStream::connect(listen).is_ok() {
+            break true;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(30) {
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let _ = plain.kill();
+    let _ = plain.wait();
+    assert!(serving, "xccd serve did not listen within 30 s");
+
+    let workers = port();
+    let refused = Command::new(env!("CARGO_BIN_EXE_xccd"))
+        .args(["serve", "--threads", "2", "--data-dir", "none"])
+        .args(["--listen", &port().to_string()])
+        .args(["--worker-listen", &workers.to_string()])
+        .env("XCCD_WORKER_TOKEN", "short")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run xccd serve");
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let err = text(&refused.stderr);
+    assert!(err.contains("worker token must be at least"), "{err}");
+}

@@ -2099,7 +2099,13 @@ async fn graceful_shutdown_ends_open_streams() {
             end.as_ref().map_err(|s| s.code()),
             ev.summary
         );
-        end.unwrap_or_else(|e| panic!("{name}: the stream ends cleanly: {e:?}"));
+        // The summary first, then a status that says the answer is partial
+        // and when to try again.
+        let status = end.expect_err("a stream the shutdown cut short does not end OK");
+        assert_eq!(status.code(), Code::Unavailable, "{name}: {status:?}");
+        let details = tonic_types::StatusExt::get_error_details(&status);
+        assert_eq!(details.error_info().unwrap().reason, "SHUTTING_DOWN");
+        assert!(details.retry_info().is_some(), "{name}: {status:?}");
         let summary = ev.summary();
         assert_eq!(
             summary.reason,

@@ -1,7 +1,8 @@
 //! Command-line interface: argument parsing and the subcommands.
 //!
 //! Exit codes: 0 when the command ran (even when it found no solution), 2 on
-//! bad input or usage, 1 on any other failure.
+//! bad input or usage, 3 when a server cut the search short (it shut down:
+//! what was printed is partial), 1 on any other failure.
 
 mod bench;
 mod bench_cluster;
@@ -58,6 +59,10 @@ pub enum CliError {
     BadInput(String),
     /// Anything else: exit code 1.
     Failed(String),
+    /// The search was cut short (the server shut down): what was printed
+    /// is partial. Exit code 3, so that a script cannot take it for the
+    /// answer.
+    CutShort(String),
 }
 
 pub fn main() -> ExitCode {
@@ -83,6 +88,10 @@ pub fn main() -> ExitCode {
         Err(CliError::Failed(msg)) => {
             eprintln!("xccd: error: {msg}");
             ExitCode::from(1)
+        }
+        Err(CliError::CutShort(msg)) => {
+            eprintln!("xccd: cut short: {msg}");
+            ExitCode::from(3)
         }
     }
 }

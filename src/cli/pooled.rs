@@ -33,6 +33,9 @@ pub struct Ended {
     pub node_limit: bool,
     /// The output could not be written (the search was then cancelled).
     pub write_error: Option<io::Error>,
+    /// Why the search stopped before it did what was asked (the server
+    /// shut down, ...): what was printed is partial.
+    pub cut_short: Option<String>,
 }
 
 /// The delivery of a job whose solutions this process prints (or counts).
@@ -106,6 +109,7 @@ pub fn on_pool(
         stats: summary.stats,
         node_limit: summary.reason == EndReason::NodeLimit,
         write_error,
+        cut_short: None,
     })
 }
 
@@ -141,6 +145,7 @@ pub fn run_local(args: &SolveArgs, problem: Problem, threads: usize) -> Result<(
             stats: ended.stats,
             elapsed: start.elapsed(),
             node_limit: ended.node_limit,
+            cut_short: ended.cut_short,
         },
     )
 }
@@ -256,6 +261,7 @@ pub async fn drain<M: Streamed>(
                             stats: Stats::default(),
                             node_limit: false,
                             write_error: Some(e),
+                            cut_short: None,
                         });
                     }
                 }
@@ -270,9 +276,19 @@ pub async fn drain<M: Streamed>(
         }
     };
     bar.finish();
-    if summary.reason == pb::EndReason::Failed as i32 {
-        return Err(CliError::Failed(format!("{url}: {}", summary.error)));
-    }
+    let cut_short = match pb::EndReason::try_from(summary.reason) {
+        Ok(pb::EndReason::Failed) => {
+            return Err(CliError::Failed(format!("{url}: {}", summary.error)));
+        }
+        Ok(pb::EndReason::Complete | pb::EndReason::Limit | pb::EndReason::NodeLimit) => None,
+        Ok(pb::EndReason::Shutdown) => Some(format!("{url} is shutting down")),
+        Ok(pb::EndReason::Deadline) => Some(format!("{url}: the call's deadline passed")),
+        Ok(pb::EndReason::Cancelled) => Some(format!("{url}: the search was cancelled there")),
+        Ok(pb::EndReason::Unspecified) | Err(_) => Some(format!(
+            "{url}: the search ended for a reason this xccd does not know ({})",
+            summary.reason
+        )),
+    };
     let s = summary.statistics.unwrap_or_default();
     Ok(Ended {
         stats: Stats {
@@ -286,6 +302,7 @@ pub async fn drain<M: Streamed>(
         },
         node_limit: summary.reason == pb::EndReason::NodeLimit as i32,
         write_error: None,
+        cut_short,
     })
 }
 
@@ -345,6 +362,7 @@ pub fn run_remote(
             stats: ended.stats,
             elapsed: start.elapsed(),
             node_limit: ended.node_limit,
+            cut_short: ended.cut_short,
         },
     )
 }

@@ -245,7 +245,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
         print: !args.count,
         count: 0,
     };
-    let (stats, write_error) = if let Some(url) = &args.at.server {
+    let (stats, write_error, cut_short) = if let Some(url) = &args.at.server {
         let (_, puzzle) = read_puzzle(&args.puzzle)?;
         let request = pb::EnumeratePuzzleRequest {
             puzzle: Some(puzzle_message(&puzzle)),
@@ -260,7 +260,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
         let ended = puzzle_remote(url, &tls, request, args.quiet, |solution| {
             grids.add(&solution.text)
         })?;
-        (ended.stats, ended.write_error)
+        (ended.stats, ended.write_error, ended.cut_short)
     } else {
         let (encoded, puzzle) = read_and_encode(&args.puzzle)?;
         let encoded: Arc<dyn Encoded> = Arc::from(encoded);
@@ -279,7 +279,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
                 let ended = on_pool(problem, spec, threads, args.quiet, |solution| {
                     grids.add_options(&*encoded, solution)
                 })?;
-                (ended.stats, ended.write_error)
+                (ended.stats, ended.write_error, ended.cut_short)
             }
             None => {
                 let spec = RunSpec {
@@ -305,7 +305,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
                     return Err(CliError::Failed(format!("internal error: {error}")));
                 }
                 grids = printer.grids;
-                (report.stats, printer.error)
+                (report.stats, printer.error, None)
             }
         }
     };
@@ -321,14 +321,17 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
         let _ = writeln!(grids.out, "{solutions}");
     }
     flush(grids.out)?;
-    if solutions == 0 {
+    if solutions == 0 && cut_short.is_none() {
         eprintln!("no solution");
     }
     if !args.quiet {
         let stats = Stats { solutions, ..stats };
         eprintln!("{}", altogether(&stats, start.elapsed()));
     }
-    Ok(())
+    match cut_short {
+        Some(why) => Err(super::solve::cut_short(why, args.count)),
+        None => Ok(()),
+    }
 }
 
 fn encode(args: EncodeArgs) -> Result<(), CliError> {

@@ -177,7 +177,14 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
     let cluster = ClusterConfig {
         heartbeat_interval: seconds("heartbeat-interval", args.heartbeat_interval)?,
         lease_timeout: seconds("lease-timeout", args.lease_timeout)?,
-        token: worker_token(args.worker_token_file.as_deref())?,
+        // The token is read and checked only where workers can connect: a
+        // token left in the environment does not stop a server that has no
+        // workers' listener (see ServeConfig::workers_at).
+        token: if args.worker_listen.is_some() || pool.threads == 0 {
+            worker_token(args.worker_token_file.as_deref())?
+        } else {
+            None
+        },
         stall_timeout: seconds("stall-timeout", args.stall_timeout)?,
     };
     if cluster.lease_timeout < cluster.heartbeat_interval * 2 {

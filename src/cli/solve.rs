@@ -230,6 +230,8 @@ pub struct Finish {
     pub stats: Stats,
     pub elapsed: Duration,
     pub node_limit: bool,
+    /// Why the search stopped before it did what was asked, if it did.
+    pub cut_short: Option<String>,
 }
 
 /// Prints the count (with --count), the profile and Knuth's closing line.
@@ -264,7 +266,21 @@ pub fn finish<W: Write>(
         }
         eprintln!("{}", altogether(&end.stats, end.elapsed));
     }
-    Ok(())
+    match end.cut_short {
+        Some(why) => Err(cut_short(why, args.count)),
+        None => Ok(()),
+    }
+}
+
+/// The error of a search cut short (exit code 3), saying why and that what
+/// was printed is partial.
+pub fn cut_short(why: String, count: bool) -> CliError {
+    let printed = if count {
+        "the count printed is partial"
+    } else {
+        "the solutions printed are not all that were asked for"
+    };
+    CliError::CutShort(format!("{why}; {printed}"))
 }
 
 /// How many solutions to look for: `--limit N`, every one with `--all` or
@@ -347,6 +363,7 @@ pub fn run(args: SolveArgs) -> Result<(), CliError> {
             stats: report.stats,
             elapsed: start.elapsed(),
             node_limit: report.end == RunEnd::Stopped(Stop::NodeLimit),
+            cut_short: None,
         },
     )
 }

@@ -401,19 +401,53 @@ pub fn summary(s: &Summary) -> pb::Summary {
     }
 }
 
-/// The status that ends a call whose job failed: ABORTED when its tasks
-/// were lost with their workers too often (try again), INTERNAL when a run
-/// failed (a bug: a panic, or a task that names no node).
-pub fn failure(s: &Summary) -> Option<tonic::Status> {
-    if s.reason != EndReason::Failed {
-        return None;
+/// The status that ends a call whose job ended for `s.reason`, after its
+/// summary (or instead of a unary call's answer); `None` when the job did
+/// what was asked (COMPLETE, LIMIT, NODE_LIMIT), which ends the call OK.
+/// Every RPC that runs a search ends through here, so a new end reason has
+/// one place to say what a client sees (the proto's `EndReason` documents
+/// it):
+/// - SHUTDOWN: UNAVAILABLE with a `RetryInfo` and `ErrorInfo` reason
+///   `SHUTTING_DOWN`: the answer is partial, the same call may be retried;
+/// - DEADLINE: DEADLINE_EXCEEDED; CANCELLED: CANCELLED;
+/// - FAILED: ABORTED when its tasks were lost with their workers too often
+///   (try again), RESOURCE_EXHAUSTED (`JOB_STORE_LIMIT`) when it outgrew the
+///   store, INTERNAL when a run failed (a bug: a panic, or a task that names
+///   no node).
+pub fn end_status(s: &Summary) -> Option<tonic::Status> {
+    match s.reason {
+        EndReason::Complete | EndReason::Limit | EndReason::NodeLimit => None,
+        EndReason::Shutdown => Some(status::shutting_down(format!(
+            "the server is shutting down: the search was stopped after {} solutions \
+             and {} nodes, so the answer is partial; try again",
+            s.solutions, s.stats.nodes
+        ))),
+        EndReason::Deadline => Some(tonic::Status::deadline_exceeded(
+            "the call's deadline passed: the answer is partial",
+        )),
+        EndReason::Cancelled => Some(tonic::Status::cancelled(
+            "the search was cancelled: the answer is partial",
+        )),
+        EndReason::Failed => Some(match &s.failure {
+            Some(Failure::Lost(message)) => tonic::Status::aborted(message.clone()),
+            Some(Failure::Broken(message)) => tonic::Status::internal(message.clone()),
+            Some(Failure::Exhausted(message)) => {
+                status::exhausted("JOB_STORE_LIMIT", message.clone())
+            }
+            None => tonic::Status::internal("the search failed"),
+        }),
     }
-    Some(match &s.failure {
-        Some(Failure::Lost(message)) => tonic::Status::aborted(message.clone()),
-        Some(Failure::Broken(message)) => tonic::Status::internal(message.clone()),
-        Some(Failure::Exhausted(message)) => status::exhausted("JOB_STORE_LIMIT", message.clone()),
-        None => tonic::Status::internal("the search failed"),
-    })
+}
+
+/// The status that ends a WatchJob call once the job it watches has ended:
+/// as [`end_status`] for SHUTDOWN (the watch is cut short) and FAILED, and
+/// OK when CancelJob or its own deadline ended the job, since the watch saw
+/// the job to its end.
+pub fn watch_end_status(s: &Summary) -> Option<tonic::Status> {
+    match s.reason {
+        EndReason::Cancelled | EndReason::Deadline => None,
+        _ => end_status(s),
+    }
 }
 
 pub fn progress(p: &Progress) -> pb::Progress {
@@ -432,30 +466,11 @@ pub fn progress(p: &Progress) -> pb::Progress {
     }
 }
 
-/// The longest deadline taken from a request; longer ones are clamped, so
-/// that adding one to the clock cannot overflow.
-const LONGEST_DEADLINE: Duration = Duration::from_secs(10 * 365 * 86400);
-
 /// Reads a gRPC deadline (`grpc-timeout` header: an integer and a unit),
-/// clamped to ten years. A header that does not parse means no deadline.
+/// clamped to ten years. The layer in front of the services
+/// ([`super::grpc_headers`]) has refused a header that does not parse.
 pub fn deadline<T>(request: &tonic::Request<T>) -> Option<Duration> {
-    let value = request.metadata().get("grpc-timeout")?.to_str().ok()?;
-    let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    // Longer numbers than u64 holds are clamped too.
-    let n: u64 = digits.parse().unwrap_or(u64::MAX);
-    let d = match unit {
-        "H" => Duration::from_secs(n.saturating_mul(3600)),
-        "M" => Duration::from_secs(n.saturating_mul(60)),
-        "S" => Duration::from_secs(n),
-        "m" => Duration::from_millis(n),
-        "u" => Duration::from_micros(n),
-        "n" => Duration::from_nanos(n),
-        _ => return None,
-    };
-    Some(d.min(LONGEST_DEADLINE))
+    super::grpc_headers::parse_timeout(request.metadata().get("grpc-timeout")?.as_bytes())
 }
 
 /// When a unary call must answer DEADLINE_EXCEEDED: a little before its

@@ -196,7 +196,7 @@ pub(super) fn refused(e: SubmitError) -> Status {
         SubmitError::TooManyJobsForCaller(_) => {
             status::exhausted("TOO_MANY_JOBS_FOR_KEY", e.to_string())
         }
-        SubmitError::ShuttingDown => Status::unavailable(e.to_string()),
+        SubmitError::ShuttingDown => status::shutting_down(e.to_string()),
         SubmitError::NeedsLocalThreads => Status::failed_precondition(e.to_string()),
     }
 }
@@ -262,7 +262,7 @@ impl SolverService for SolverApi {
         }
         .instrument(span)
         .await?;
-        if let Some(status) = convert::failure(&summary) {
+        if let Some(status) = convert::end_status(&summary) {
             return Err(status);
         }
         let solutions = job
@@ -825,15 +825,23 @@ impl StoredWatch {
                 next_progress = Instant::now() + self.interval;
             }
             if ended {
-                let summary = match (&self.entry, message) {
-                    (Entry::Live(job), _) => job.summary().map(|s| convert::summary(&s)),
-                    (_, Some(message)) => message.summary,
-                    _ => None,
+                // A live job's end says how the watch ends; an ended one's
+                // is read back as it was recorded.
+                let (summary, end) = match (&self.entry, message) {
+                    (Entry::Live(job), _) => match job.summary() {
+                        Some(s) => (Some(convert::summary(&s)), convert::watch_end_status(&s)),
+                        None => (None, None),
+                    },
+                    (_, Some(message)) => (message.summary, None),
+                    _ => (None, None),
                 };
                 if let Some(summary) = summary {
                     if !send_until(&tx, wrap(E::Summary(summary)), deadline).await {
                         return deadline_passed(&tx, deadline).await;
                     }
+                }
+                if let Some(status) = end {
+                    let _ = send_until(&tx, Err(status), deadline).await;
                 }
                 return;
             }
@@ -965,7 +973,8 @@ impl<E: StreamEvents> Pump<E> {
                         {
                             return deadline_passed(&tx, deadline).await;
                         }
-                        if let Some(status) = convert::failure(&summary) {
+                        // Cut short or failed: the status says so after the summary.
+                        if let Some(status) = convert::end_status(&summary) {
                             let _ = send_until(&tx, Err(status), deadline).await;
                         }
                         return;
@@ -1121,6 +1130,9 @@ async fn watch(
             }
             if !send_until(&tx, wrap(E::Summary(convert::summary(&summary))), deadline).await {
                 return deadline_passed(&tx, deadline).await;
+            }
+            if let Some(status) = convert::watch_end_status(&summary) {
+                let _ = send_until(&tx, Err(status), deadline).await;
             }
             return;
         }

@@ -4,8 +4,9 @@
 //! One idea per file: [`job`] (what a job shares with its consumers),
 //! [`pool`] (workers and scheduling), [`jobs`] (jobs that outlive a
 //! connection), [`convert`] (messages to and from the engine's types),
-//! [`grpc`] (the RPCs), [`puzzles_grpc`] (the puzzle RPCs), [`server`] (listening, health, reflection, metrics,
-//! shutdown).
+//! [`grpc`] (the RPCs), [`puzzles_grpc`] (the puzzle RPCs), [`grpc_headers`]
+//! (the gRPC headers checked before any service), [`server`] (listening,
+//! health, reflection, metrics, shutdown).
 
 pub mod callers;
 pub mod cluster;
@@ -14,6 +15,7 @@ pub mod credentials;
 pub mod durable;
 pub mod estimate;
 pub mod grpc;
+pub mod grpc_headers;
 pub mod job;
 pub mod jobs;
 pub mod pool;

@@ -408,7 +408,7 @@ impl PuzzleService for PuzzleApi {
         let (job, summary) = self
             .run_kept(&caller, &encoded, limit, deadline, req.engine)
             .await?;
-        if let Some(status) = convert::failure(&summary) {
+        if let Some(status) = convert::end_status(&summary) {
             return Err(status);
         }
         Ok(Response::new(pb::SolvePuzzleResponse {
@@ -479,7 +479,7 @@ impl PuzzleService for PuzzleApi {
         let caller = Caller::of(&request);
         let encoded = self.encode(request.into_inner().puzzle, deadline).await?;
         let (job, summary) = self.run_kept(&caller, &encoded, 2, deadline, 0).await?;
-        if let Some(status) = convert::failure(&summary) {
+        if let Some(status) = convert::end_status(&summary) {
             return Err(status);
         }
         let kept = job.kept_from(0);

@@ -21,6 +21,7 @@ use super::cluster::{ClusterConfig, CoordinatorApi};
 use super::credentials::ServerTls;
 use super::durable::{self, Durability, StoreLimits};
 use super::grpc::{ApiConfig, SolverApi};
+use super::grpc_headers::GrpcHeadersLayer;
 use super::jobs::{Entry, JobRegistry, Retention};
 use super::pool::{Pool, PoolConfig};
 use super::proto::puzzle_service_server::PuzzleServiceServer;
@@ -280,6 +281,9 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     };
     let task = tokio::spawn(
         public
+            // Calls that are not protobuf gRPC, or whose grpc-timeout does
+            // not parse or is already over, are answered before any service.
+            .layer(GrpcHeadersLayer)
             // A handler that panics answers INTERNAL, and the server serves on.
             .layer(catch_panics())
             .layer(too_large_is_invalid(max_problem))

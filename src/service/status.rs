@@ -59,6 +59,20 @@ pub fn exhausted(reason: &str, message: impl Into<String>) -> Status {
     )
 }
 
+/// How long a client should wait before trying a call again that the
+/// server's shutdown cut short (`RetryInfo.retry_delay`): a restart, or
+/// another replica behind the same address, takes about that.
+pub const SHUTDOWN_RETRY_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// UNAVAILABLE for a call the server's shutdown refused or cut short, with
+/// a `RetryInfo` (try again in [`SHUTDOWN_RETRY_DELAY`]) and an `ErrorInfo`
+/// whose reason is `SHUTTING_DOWN`.
+pub fn shutting_down(message: impl Into<String>) -> Status {
+    let mut details = ErrorDetails::with_retry_info(Some(SHUTDOWN_RETRY_DELAY));
+    details.set_error_info("SHUTTING_DOWN", DOMAIN, std::collections::HashMap::new());
+    Status::with_error_details(Code::Unavailable, message, details)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +99,17 @@ mod tests {
         let info = details.error_info().expect("an ErrorInfo");
         assert_eq!(info.reason, "TOO_MANY_JOBS");
         assert_eq!(info.domain, DOMAIN);
+    }
+
+    #[test]
+    fn shutdown_says_when_to_retry() {
+        let status = shutting_down("the server is shutting down");
+        assert_eq!(status.code(), Code::Unavailable);
+        let details = status.get_error_details();
+        assert_eq!(details.error_info().unwrap().reason, "SHUTTING_DOWN");
+        assert_eq!(
+            details.retry_info().unwrap().retry_delay,
+            Some(SHUTDOWN_RETRY_DELAY)
+        );
     }
 }
