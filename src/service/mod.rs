@@ -5,7 +5,7 @@
 //! [`pool`] (workers and scheduling), [`jobs`] (jobs that outlive a
 //! connection), [`convert`] (messages to and from the engine's types),
 //! [`grpc`] (the RPCs), [`puzzles_grpc`] (the puzzle RPCs), [`server`] (listening, health, reflection, metrics,
-//! shutdown).
+//! shutdown), [`tls_advice`] (the causes and fixes of failed TLS handshakes).
 
 pub mod callers;
 pub mod cluster;
@@ -23,6 +23,7 @@ pub mod server;
 pub mod status;
 pub mod store;
 mod sync;
+pub mod tls_advice;
 
 pub use crate::run::SideCondition;
 

@@ -307,11 +307,11 @@ async fn session(
         Ok(channel) => channel,
         Err(e) => {
             return lost(
-                format!(
+                crate::service::tls_advice::with_advice(format!(
                     "cannot connect to {}: {}",
                     config.coordinator,
                     error_chain(&e)
-                ),
+                )),
                 false,
             )
         }
