@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
+use xccd::puzzles::formats;
 use xccd::puzzles::kinds::{self, EncodeOptions, Kind};
 use xccd::puzzles::{Encoded, FutoshikiEncoding, Puzzle};
 use xccd::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, SideCondition, Taken};
@@ -35,21 +36,79 @@ pub struct PuzzleArgs {
 #[derive(Subcommand, Debug)]
 pub enum PuzzleCommand {
     /// Solve a puzzle and print its solutions (the first one by default).
-    Solve(SolveArgs),
+    #[command(
+        subcommand,
+        subcommand_value_name = "KIND",
+        subcommand_help_heading = "Kinds",
+        override_usage = "xccd puzzle solve <KIND> [FILE] [OPTIONS]  (xccd puzzle solve KIND --help: its format)"
+    )]
+    Solve(ByKind<SolveArgs>),
     /// Print the puzzle's XCC problem in Knuth's DLX format.
-    Encode(EncodeArgs),
+    #[command(
+        subcommand,
+        subcommand_value_name = "KIND",
+        subcommand_help_heading = "Kinds",
+        override_usage = "xccd puzzle encode <KIND> [FILE] [OPTIONS]  (xccd puzzle encode KIND --help: its format)"
+    )]
+    Encode(ByKind<EncodeArgs>),
     /// Tell whether the puzzle is valid (exactly one solution); exit 1 if not.
-    Check(CheckArgs),
+    #[command(
+        subcommand,
+        subcommand_value_name = "KIND",
+        subcommand_help_heading = "Kinds",
+        override_usage = "xccd puzzle check <KIND> [FILE] [OPTIONS]  (xccd puzzle check KIND --help: its format)"
+    )]
+    Check(ByKind<CheckArgs>),
     /// Print a random valid puzzle (futoshiki, hitori, slitherlink).
     Generate(GenerateArgs),
 }
 
-/// How to read and encode a puzzle.
+/// The kinds, each a subcommand whose `--help` shows its input format
+/// (`xccd puzzle solve sudoku --help`); `A` holds the command's arguments.
+#[derive(Subcommand, Debug)]
+pub enum ByKind<A: Args> {
+    /// Latin squares: every value once per row and column.
+    #[command(long_about = formats::LATIN)]
+    Latin(A),
+    /// Futoshiki: a latin square with inequalities between cells.
+    #[command(long_about = formats::FUTOSHIKI)]
+    Futoshiki(A),
+    /// Hitori: shade cells so that no number repeats.
+    #[command(long_about = formats::HITORI)]
+    Hitori(A),
+    /// Hidato: a king's path through 1..N.
+    #[command(long_about = formats::HIDATO)]
+    Hidato(A),
+    /// Slitherlink: one loop around the clues.
+    #[command(long_about = formats::SLITHERLINK)]
+    Slitherlink(A),
+    /// Sudoku, 4x4 to 100x100.
+    #[command(long_about = formats::SUDOKU)]
+    Sudoku(A),
+    /// The n queens problem.
+    #[command(long_about = formats::QUEENS)]
+    Queens(A),
+}
+
+impl<A: Args> ByKind<A> {
+    fn split(self) -> (Kind, A) {
+        match self {
+            ByKind::Latin(a) => (Kind::Latin, a),
+            ByKind::Futoshiki(a) => (Kind::Futoshiki, a),
+            ByKind::Hitori(a) => (Kind::Hitori, a),
+            ByKind::Hidato(a) => (Kind::Hidato, a),
+            ByKind::Slitherlink(a) => (Kind::Slitherlink, a),
+            ByKind::Sudoku(a) => (Kind::Sudoku, a),
+            ByKind::Queens(a) => (Kind::Queens, a),
+        }
+    }
+}
+
+/// How to read and encode a puzzle (its kind is the subcommand's name).
 #[derive(Args, Debug)]
 pub struct PuzzleInput {
-    /// The kind of puzzle: latin, futoshiki, hitori, hidato, slitherlink,
-    /// sudoku, queens.
-    #[arg(value_name = "KIND")]
+    /// The kind, from the subcommand.
+    #[arg(skip = Kind::Latin)]
     pub kind: Kind,
     /// The puzzle's text file, or `-` for standard input.
     #[arg(value_name = "FILE", default_value = "-")]
@@ -121,9 +180,21 @@ pub struct GenerateArgs {
 /// invalid puzzle under `check`).
 pub fn run(args: PuzzleArgs) -> Result<ExitCode, CliError> {
     match args.command {
-        PuzzleCommand::Solve(a) => solve(a).map(|()| ExitCode::SUCCESS),
-        PuzzleCommand::Encode(a) => encode(a).map(|()| ExitCode::SUCCESS),
-        PuzzleCommand::Check(a) => check(a),
+        PuzzleCommand::Solve(a) => {
+            let (kind, mut a) = a.split();
+            a.puzzle.kind = kind;
+            solve(a).map(|()| ExitCode::SUCCESS)
+        }
+        PuzzleCommand::Encode(a) => {
+            let (kind, mut a) = a.split();
+            a.puzzle.kind = kind;
+            encode(a).map(|()| ExitCode::SUCCESS)
+        }
+        PuzzleCommand::Check(a) => {
+            let (kind, mut a) = a.split();
+            a.puzzle.kind = kind;
+            check(a)
+        }
         PuzzleCommand::Generate(a) => generate(a).map(|()| ExitCode::SUCCESS),
     }
 }

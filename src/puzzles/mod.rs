@@ -10,8 +10,9 @@
 //! hitori, a single loop in slitherlink) are each encoding's
 //! [`SideCondition`]: checked on complete solutions and, to prune the
 //! search, on partial ones, wherever a task of the puzzle runs (see
-//! [`crate::run`]).
+//! [`crate::run`]). [`formats`] describes each kind's input for people.
 
+pub mod formats;
 pub mod futoshiki;
 pub mod hidato;
 pub mod hitori;
