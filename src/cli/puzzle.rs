@@ -7,14 +7,14 @@
 //! invalid (no solution, or more than one), so scripts can test validity
 //! like `cmp` or `grep` test their answer.
 
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
-use xccd::puzzles::formats;
 use xccd::puzzles::kinds::{self, EncodeOptions, Kind};
+use xccd::puzzles::{formats, picture};
 use xccd::puzzles::{Encoded, FutoshikiEncoding, Puzzle};
 use xccd::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, SideCondition, Taken};
 use xccd::service::proto as pb;
@@ -135,11 +135,23 @@ pub struct SolveArgs {
     /// Print only the number of solutions (all, or up to --limit).
     #[arg(long)]
     pub count: bool,
+    /// How solutions print: `picture` (drawn with box-drawing characters,
+    /// for a person), `text` (the puzzle's own format, for scripts) or
+    /// `auto` (a picture when standard output is a terminal, else text).
+    #[arg(long, value_enum, default_value_t = Format::Auto)]
+    pub format: Format,
     /// Do not print the final statistics line on stderr.
     #[arg(long, short)]
     pub quiet: bool,
     #[command(flatten)]
     pub at: WhereArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Auto,
+    Picture,
+    Text,
 }
 
 #[derive(Args, Debug)]
@@ -240,6 +252,8 @@ struct Grids<W: Write> {
     out: W,
     print: bool,
     count: u64,
+    /// Draw the solutions of this kind as pictures.
+    picture: Option<Kind>,
 }
 
 impl<W: Write> Grids<W> {
@@ -248,6 +262,8 @@ impl<W: Write> Grids<W> {
         if !self.print {
             return Ok(());
         }
+        let drawn = self.picture.and_then(|kind| picture::picture(kind, text));
+        let text = drawn.as_deref().unwrap_or(text);
         let separator = if self.count > 1 { "\n" } else { "" };
         let newline = if text.ends_with('\n') { "" } else { "\n" };
         write!(self.out, "{separator}{text}{newline}")
@@ -311,10 +327,16 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
     let limit = solution_limit(args.all, args.count, args.limit)?;
     let start = Instant::now();
     let stdout = io::stdout();
+    let pictures = match args.format {
+        Format::Picture => true,
+        Format::Text => false,
+        Format::Auto => stdout.is_terminal(),
+    };
     let mut grids = Grids {
         out: BufWriter::new(stdout.lock()),
         print: !args.count,
         count: 0,
+        picture: pictures.then_some(args.puzzle.kind),
     };
     let (stats, write_error) = if let Some(url) = &args.at.server {
         let (_, puzzle) = read_puzzle(&args.puzzle)?;
