@@ -315,3 +315,32 @@ fn a_worker_token_is_checked_only_where_workers_can_connect() {
     let err = text(&refused.stderr);
     assert!(err.contains("worker token must be at least"), "{err}");
 }
+
+#[test]
+fn each_puzzle_kind_shows_its_format_in_its_help() {
+    // A phrase of each kind's format, and its example's first line.
+    let kinds = [
+        ("latin", "(all latin squares of order n)", "1 . ."),
+        ("futoshiki", "`^` (upper < lower)", "3 .<. ."),
+        ("hitori", "1..max(rows, cols)", "1 4 2 2"),
+        ("hidato", "`#` (a hole", "1 . 3 #"),
+        ("slitherlink", "(a clue) or `.` (no clue)", "..3"),
+        ("sudoku", "N lines of N tokens", ".......1.4"),
+        ("queens", "the integer n, 1 to 1000", "  8"),
+    ];
+    for sub in ["solve", "encode", "check"] {
+        for (kind, phrase, example) in kinds {
+            let out = xccd(&["puzzle", sub, kind, "--help"], "");
+            assert_eq!(out.status.code(), Some(0));
+            let help = text(&out.stdout);
+            assert!(help.contains(phrase), "{sub} {kind}: {help}");
+            assert!(help.contains(example), "{sub} {kind}: {help}");
+            assert!(help.contains("[FILE]"), "{sub} {kind}: {help}");
+        }
+    }
+    // The list of kinds, from the command's own help.
+    let help = text(&xccd(&["puzzle", "solve", "--help"], "").stdout);
+    for (kind, _, _) in kinds {
+        assert!(help.contains(kind), "{help}");
+    }
+}

@@ -322,3 +322,166 @@ async fn workers_authenticate_by_certificate_or_token() {
     assert_eq!(solve(&https, &pki.client_tls(None)).await, Ok(2));
     server.shutdown().await.unwrap();
 }
+
+/// Runs openssl with `args` in `dir` (the quick set-ups people reach for).
+fn openssl(dir: &Path, args: &[&str]) {
+    let output = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl runs (the test makes its certificates with it)");
+    assert!(output.status.success(), "openssl {args:?}: {output:?}");
+}
+
+/// `xccd solve queens8 --count` against `url`, trusting `ca`: its exit
+/// code, stdout and stderr.
+async fn cli_solve(url: &str, ca: Option<PathBuf>) -> (Option<i32>, String, String) {
+    let url = url.to_string();
+    let output = tokio::task::spawn_blocking(move || {
+        let mut command = Command::new(XCCD);
+        command
+            .args(["solve", "examples/queens8.dlx", "--count", "--quiet"])
+            .args(["--server", &url])
+            .env_remove("XCCD_CA_CERT")
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if let Some(ca) = ca {
+            command.arg("--ca-cert").arg(ca);
+        }
+        command.output().unwrap()
+    })
+    .await
+    .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+async fn tls_server(cert: &[u8], key: &[u8]) -> RunningServer {
+    start(ServeConfig {
+        listen: any_port(),
+        tls: Some(ServerTls {
+            cert: cert.to_vec(),
+            key: key.to_vec(),
+            client_ca: None,
+        }),
+        pool: PoolConfig {
+            threads: 1,
+            ..PoolConfig::default()
+        },
+        ..ServeConfig::default()
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_handshakes_say_the_cause_and_the_fix() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tls-advice");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
+    let quick = ["-nodes", "-days", "30", "-subj", "/CN=localhost"];
+
+    // The certificate people make first: `openssl req -x509` is a CA's.
+    openssl(
+        &dir,
+        &[
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+            ][..],
+            &quick,
+            &["-keyout", "ca.key", "-out", "ca.pem"],
+        ]
+        .concat(),
+    );
+    let server = tls_server(&read("ca.pem"), &read("ca.key")).await;
+    let url = format!("https://localhost:{}", server.addr.port());
+    let (code, _, err) = cli_solve(&url, Some(dir.join("ca.pem"))).await;
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("CaUsedAsEndEntity"), "{err}");
+    assert!(
+        err.contains("the server presents a CA certificate"),
+        "{err}"
+    );
+    assert!(err.contains("basicConstraints=CA:FALSE"), "{err}");
+    server.shutdown().await.unwrap();
+
+    // The recipe the advice gives works as written.
+    let recipe: Vec<&str> = xccd::service::tls_advice::LEAF_RECIPE
+        .split_whitespace()
+        .collect();
+    assert_eq!(recipe[0], "openssl");
+    openssl(&dir, &recipe[1..]);
+    let server = tls_server(&read("server.pem"), &read("server.key")).await;
+    for host in ["localhost", "127.0.0.1"] {
+        let url = format!("https://{host}:{}", server.addr.port());
+        let (code, out, err) = cli_solve(&url, Some(dir.join("server.pem"))).await;
+        assert_eq!((code, out.as_str()), (Some(0), "92\n"), "{err}");
+    }
+    // Not trusting it (no --ca-cert: the system's roots): an unknown
+    // issuer, and the flag that fixes it.
+    let url = format!("https://127.0.0.1:{}", server.addr.port());
+    let (code, _, err) = cli_solve(&url, None).await;
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("not signed by a CA this client trusts"),
+        "{err}"
+    );
+    assert!(err.contains("--ca-cert FILE"), "{err}");
+    server.shutdown().await.unwrap();
+
+    // A leaf for another name than the one in the URL.
+    openssl(
+        &dir,
+        &[
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+            ][..],
+            &quick,
+            &[
+                "-addext",
+                "basicConstraints=critical,CA:FALSE",
+                "-addext",
+                "subjectAltName=DNS:elsewhere.example",
+                "-keyout",
+                "other.key",
+                "-out",
+                "other.pem",
+            ],
+        ]
+        .concat(),
+    );
+    let server = tls_server(&read("other.pem"), &read("other.key")).await;
+    let url = format!("https://127.0.0.1:{}", server.addr.port());
+    let (code, _, err) = cli_solve(&url, Some(dir.join("other.pem"))).await;
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("does not name the host in the URL"), "{err}");
+    assert!(err.contains("subjectAltName"), "{err}");
+    server.shutdown().await.unwrap();
+
+    // An expired one (openssl cannot back-date: rcgen can).
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    let expired = params.self_signed(&key).unwrap();
+    std::fs::write(dir.join("expired.pem"), expired.pem()).unwrap();
+    let server = tls_server(expired.pem().as_bytes(), key.serialize_pem().as_bytes()).await;
+    let url = format!("https://localhost:{}", server.addr.port());
+    let (code, _, err) = cli_solve(&url, Some(dir.join("expired.pem"))).await;
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("has expired"), "{err}");
+    server.shutdown().await.unwrap();
+}

@@ -13,6 +13,7 @@ use xccd::service::error_chain;
 use xccd::service::job::Event;
 use xccd::service::proto as pb;
 use xccd::service::proto::solver_service_client::SolverServiceClient;
+use xccd::service::tls_advice::with_advice;
 use xccd::service::{Delivery, EndReason, JobSpec, Pool, PoolConfig};
 use xccd::xcc::{Problem, Stats};
 
@@ -163,7 +164,12 @@ pub async fn connect(url: &str, tls: &ClientTls) -> Result<tonic::transport::Cha
         .map_err(|e| CliError::BadInput(format!("--server: {e}")))?
         .connect()
         .await
-        .map_err(|e| CliError::Failed(format!("cannot connect to {url}: {}", error_chain(&e))))
+        .map_err(|e| {
+            CliError::Failed(with_advice(format!(
+                "cannot connect to {url}: {}",
+                error_chain(&e)
+            )))
+        })
 }
 
 /// A request carrying the API key, if there is one.

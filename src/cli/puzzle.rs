@@ -7,13 +7,14 @@
 //! invalid (no solution, or more than one), so scripts can test validity
 //! like `cmp` or `grep` test their answer.
 
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
 use xccd::puzzles::kinds::{self, EncodeOptions, Kind};
+use xccd::puzzles::{formats, picture};
 use xccd::puzzles::{Encoded, FutoshikiEncoding, Puzzle};
 use xccd::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, SideCondition, Taken};
 use xccd::service::proto as pb;
@@ -35,21 +36,79 @@ pub struct PuzzleArgs {
 #[derive(Subcommand, Debug)]
 pub enum PuzzleCommand {
     /// Solve a puzzle and print its solutions (the first one by default).
-    Solve(SolveArgs),
+    #[command(
+        subcommand,
+        subcommand_value_name = "KIND",
+        subcommand_help_heading = "Kinds",
+        override_usage = "xccd puzzle solve <KIND> [FILE] [OPTIONS]  (xccd puzzle solve KIND --help: its format)"
+    )]
+    Solve(ByKind<SolveArgs>),
     /// Print the puzzle's XCC problem in Knuth's DLX format.
-    Encode(EncodeArgs),
+    #[command(
+        subcommand,
+        subcommand_value_name = "KIND",
+        subcommand_help_heading = "Kinds",
+        override_usage = "xccd puzzle encode <KIND> [FILE] [OPTIONS]  (xccd puzzle encode KIND --help: its format)"
+    )]
+    Encode(ByKind<EncodeArgs>),
     /// Tell whether the puzzle is valid (exactly one solution); exit 1 if not.
-    Check(CheckArgs),
+    #[command(
+        subcommand,
+        subcommand_value_name = "KIND",
+        subcommand_help_heading = "Kinds",
+        override_usage = "xccd puzzle check <KIND> [FILE] [OPTIONS]  (xccd puzzle check KIND --help: its format)"
+    )]
+    Check(ByKind<CheckArgs>),
     /// Print a random valid puzzle (futoshiki, hitori, slitherlink).
     Generate(GenerateArgs),
 }
 
-/// How to read and encode a puzzle.
+/// The kinds, each a subcommand whose `--help` shows its input format
+/// (`xccd puzzle solve sudoku --help`); `A` holds the command's arguments.
+#[derive(Subcommand, Debug)]
+pub enum ByKind<A: Args> {
+    /// Latin squares: every value once per row and column.
+    #[command(long_about = formats::LATIN)]
+    Latin(A),
+    /// Futoshiki: a latin square with inequalities between cells.
+    #[command(long_about = formats::FUTOSHIKI)]
+    Futoshiki(A),
+    /// Hitori: shade cells so that no number repeats.
+    #[command(long_about = formats::HITORI)]
+    Hitori(A),
+    /// Hidato: a king's path through 1..N.
+    #[command(long_about = formats::HIDATO)]
+    Hidato(A),
+    /// Slitherlink: one loop around the clues.
+    #[command(long_about = formats::SLITHERLINK)]
+    Slitherlink(A),
+    /// Sudoku, 4x4 to 100x100.
+    #[command(long_about = formats::SUDOKU)]
+    Sudoku(A),
+    /// The n queens problem.
+    #[command(long_about = formats::QUEENS)]
+    Queens(A),
+}
+
+impl<A: Args> ByKind<A> {
+    fn split(self) -> (Kind, A) {
+        match self {
+            ByKind::Latin(a) => (Kind::Latin, a),
+            ByKind::Futoshiki(a) => (Kind::Futoshiki, a),
+            ByKind::Hitori(a) => (Kind::Hitori, a),
+            ByKind::Hidato(a) => (Kind::Hidato, a),
+            ByKind::Slitherlink(a) => (Kind::Slitherlink, a),
+            ByKind::Sudoku(a) => (Kind::Sudoku, a),
+            ByKind::Queens(a) => (Kind::Queens, a),
+        }
+    }
+}
+
+/// How to read and encode a puzzle (its kind is the subcommand's name).
 #[derive(Args, Debug)]
 pub struct PuzzleInput {
-    /// The kind of puzzle: latin, futoshiki, hitori, hidato, slitherlink,
-    /// sudoku, queens.
-    #[arg(value_name = "KIND")]
+    /// The kind, from the subcommand.
+    #[arg(skip = Kind::Latin)]
     pub kind: Kind,
     /// The puzzle's text file, or `-` for standard input.
     #[arg(value_name = "FILE", default_value = "-")]
@@ -76,11 +135,23 @@ pub struct SolveArgs {
     /// Print only the number of solutions (all, or up to --limit).
     #[arg(long)]
     pub count: bool,
+    /// How solutions print: `picture` (drawn with box-drawing characters,
+    /// for a person), `text` (the puzzle's own format, for scripts) or
+    /// `auto` (a picture when standard output is a terminal, else text).
+    #[arg(long, value_enum, default_value_t = Format::Auto)]
+    pub format: Format,
     /// Do not print the final statistics line on stderr.
     #[arg(long, short)]
     pub quiet: bool,
     #[command(flatten)]
     pub at: WhereArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Auto,
+    Picture,
+    Text,
 }
 
 #[derive(Args, Debug)]
@@ -121,9 +192,21 @@ pub struct GenerateArgs {
 /// invalid puzzle under `check`).
 pub fn run(args: PuzzleArgs) -> Result<ExitCode, CliError> {
     match args.command {
-        PuzzleCommand::Solve(a) => solve(a).map(|()| ExitCode::SUCCESS),
-        PuzzleCommand::Encode(a) => encode(a).map(|()| ExitCode::SUCCESS),
-        PuzzleCommand::Check(a) => check(a),
+        PuzzleCommand::Solve(a) => {
+            let (kind, mut a) = a.split();
+            a.puzzle.kind = kind;
+            solve(a).map(|()| ExitCode::SUCCESS)
+        }
+        PuzzleCommand::Encode(a) => {
+            let (kind, mut a) = a.split();
+            a.puzzle.kind = kind;
+            encode(a).map(|()| ExitCode::SUCCESS)
+        }
+        PuzzleCommand::Check(a) => {
+            let (kind, mut a) = a.split();
+            a.puzzle.kind = kind;
+            check(a)
+        }
         PuzzleCommand::Generate(a) => generate(a).map(|()| ExitCode::SUCCESS),
     }
 }
@@ -169,6 +252,8 @@ struct Grids<W: Write> {
     out: W,
     print: bool,
     count: u64,
+    /// Draw the solutions of this kind as pictures.
+    picture: Option<Kind>,
 }
 
 impl<W: Write> Grids<W> {
@@ -177,6 +262,8 @@ impl<W: Write> Grids<W> {
         if !self.print {
             return Ok(());
         }
+        let drawn = self.picture.and_then(|kind| picture::picture(kind, text));
+        let text = drawn.as_deref().unwrap_or(text);
         let separator = if self.count > 1 { "\n" } else { "" };
         let newline = if text.ends_with('\n') { "" } else { "\n" };
         write!(self.out, "{separator}{text}{newline}")
@@ -240,10 +327,16 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
     let limit = solution_limit(args.all, args.count, args.limit)?;
     let start = Instant::now();
     let stdout = io::stdout();
+    let pictures = match args.format {
+        Format::Picture => true,
+        Format::Text => false,
+        Format::Auto => stdout.is_terminal(),
+    };
     let mut grids = Grids {
         out: BufWriter::new(stdout.lock()),
         print: !args.count,
         count: 0,
+        picture: pictures.then_some(args.puzzle.kind),
     };
     let (stats, write_error, cut_short) = if let Some(url) = &args.at.server {
         let (_, puzzle) = read_puzzle(&args.puzzle)?;

@@ -16,7 +16,9 @@ use super::CliError;
 
 #[derive(Args, Debug)]
 pub struct WorkerArgs {
-    /// The coordinator's URL (an `xccd serve`), e.g. http://xccd-coordinator:50051.
+    /// The coordinator's worker listener (not its API port), e.g.
+    /// http://xccd-coordinator:50052 for a pure coordinator (`xccd serve
+    /// --threads 0`) whose API is at 50051, or its --worker-listen address.
     #[arg(long, env = "XCCD_COORDINATOR")]
     pub coordinator: String,
     /// Tasks to run at once (default: one per core).
@@ -106,6 +108,7 @@ pub fn run(args: WorkerArgs) -> Result<(), CliError> {
             .map_err(|e| match e {
                 WorkerError::BadUrl(_) => CliError::BadInput(e.to_string()),
                 WorkerError::Refused(_) => CliError::Failed(e.to_string()),
+                WorkerError::WrongPort(_) => CliError::BadInput(e.to_string()),
             })
     })
 }

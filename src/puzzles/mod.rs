@@ -10,13 +10,16 @@
 //! hitori, a single loop in slitherlink) are each encoding's
 //! [`SideCondition`]: checked on complete solutions and, to prune the
 //! search, on partial ones, wherever a task of the puzzle runs (see
-//! [`crate::run`]).
+//! [`crate::run`]). [`formats`] describes each kind's input for people, [`picture`] draws
+//! solutions for them.
 
+pub mod formats;
 pub mod futoshiki;
 pub mod hidato;
 pub mod hitori;
 pub mod kinds;
 pub mod latin;
+pub mod picture;
 pub mod queens;
 pub mod size;
 pub mod slitherlink;

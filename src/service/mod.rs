@@ -6,7 +6,8 @@
 //! connection), [`convert`] (messages to and from the engine's types),
 //! [`grpc`] (the RPCs), [`puzzles_grpc`] (the puzzle RPCs), [`grpc_headers`]
 //! (the gRPC headers checked before any service), [`server`] (listening,
-//! health, reflection, metrics, shutdown).
+//! health, reflection, metrics, shutdown), [`tls_advice`] (the causes and
+//! fixes of failed TLS handshakes).
 
 pub mod callers;
 pub mod cluster;
@@ -25,6 +26,7 @@ pub mod server;
 pub mod status;
 pub mod store;
 mod sync;
+pub mod tls_advice;
 
 pub use crate::run::SideCondition;
 

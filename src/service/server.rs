@@ -188,7 +188,12 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     if let Some(durability) = &durability {
         let resumed = durable::resume_all(&pool, &jobs, durability)
             .map_err(|e| setup_error(e.to_string()))?;
-        tracing::info!(jobs = resumed, data_dir = ?config.data_dir, "job store open; unfinished jobs resumed");
+        // A path prints as itself, not as `Some("...")`.
+        let data_dir = config
+            .data_dir
+            .as_deref()
+            .unwrap_or(std::path::Path::new(""));
+        tracing::info!(jobs = resumed, data_dir = %data_dir.display(), "job store open; unfinished jobs resumed");
     }
     if let Some(metrics_addr) = config.metrics_listen {
         metrics_exporter_prometheus::PrometheusBuilder::new()

@@ -72,6 +72,34 @@ pub enum WorkerError {
     BadUrl(#[from] EndpointError),
     #[error("the coordinator refused this worker: {0}")]
     Refused(String),
+    /// The address answered as a coordinator's public API (no worker
+    /// service there): retrying cannot help, so the worker stops and says
+    /// where workers belong.
+    #[error(
+        "{0} is the API port; workers connect to the worker listener (API port + 1 on a pure \
+         coordinator, or --worker-listen){hint}",
+        hint = next_port_hint(.0)
+    )]
+    WrongPort(String),
+}
+
+/// ", e.g. http://host:50052" for a URL whose port is 50051; nothing when
+/// the URL has no port to add one to.
+fn next_port_hint(url: &str) -> String {
+    let Ok(uri) = url.parse::<http::Uri>() else {
+        return String::new();
+    };
+    match (uri.scheme_str(), uri.host(), uri.port_u16()) {
+        (Some(scheme), Some(host), Some(port)) if port < u16::MAX => {
+            let host = if host.contains(':') && !host.starts_with('[') {
+                format!("[{host}]")
+            } else {
+                host.to_string()
+            };
+            format!(", e.g. {scheme}://{host}:{}", port + 1)
+        }
+        _ => String::new(),
+    }
 }
 
 /// Connection state, for a health service or a test.
@@ -123,6 +151,7 @@ pub async fn run(
         match outcome {
             SessionEnd::Drained => return Ok(()),
             SessionEnd::Refused(reason) => return Err(WorkerError::Refused(reason)),
+            SessionEnd::WrongPort => return Err(WorkerError::WrongPort(config.coordinator)),
             SessionEnd::Lost { reason, was_up } => {
                 if draining {
                     return Ok(());
@@ -156,6 +185,9 @@ enum SessionEnd {
     Drained,
     /// The coordinator will not take this worker: exit with an error.
     Refused(String),
+    /// UNIMPLEMENTED: the address serves the public API, not the workers'
+    /// service.
+    WrongPort,
     /// Reconnect; `was_up` if the session got as far as a Welcome.
     Lost { reason: String, was_up: bool },
 }
@@ -275,11 +307,11 @@ async fn session(
         Ok(channel) => channel,
         Err(e) => {
             return lost(
-                format!(
+                crate::service::tls_advice::with_advice(format!(
                     "cannot connect to {}: {}",
                     config.coordinator,
                     error_chain(&e)
-                ),
+                )),
                 false,
             )
         }
@@ -315,6 +347,7 @@ async fn session(
         {
             return SessionEnd::Refused(status.message().to_string())
         }
+        Err(status) if status.code() == tonic::Code::Unimplemented => return SessionEnd::WrongPort,
         Err(status) => return lost(format!("the coordinator answered {status}"), false),
     };
     let welcome = match inbound.message().await {
