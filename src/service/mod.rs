@@ -16,6 +16,7 @@ pub mod estimate;
 pub mod grpc;
 pub mod job;
 pub mod jobs;
+pub mod memory;
 pub mod pool;
 pub mod proto;
 pub mod puzzles_grpc;
