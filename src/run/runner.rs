@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use super::{SideCondition, Solutions};
 use crate::xcc::{
-    Engine, Flow, Problem, ProgressView, Request, RunConfig, SolutionView, Solver, Stats, Status,
-    Task, Visitor,
+    Engine, Flow, Problem, ProgressView, Request, RunConfig, RunError, SolutionView, Solver, Stats,
+    Status, Task, Visitor,
 };
 
 /// How one run of a task goes.
@@ -197,7 +197,13 @@ pub fn run_task<P: Port>(
     let result = catch_unwind(AssertUnwindSafe(|| solver.run(task, &config, &mut driver)));
     let outcome = match result {
         Ok(Ok(outcome)) => outcome,
-        Ok(Err(error)) => {
+        Ok(Err(RunError::OutOfMemory(error))) => {
+            // The stacks grew as far as they could; the next run starts
+            // from fresh ones.
+            *solver = solver.rebuilt(problem);
+            return driver.failed(error.to_string());
+        }
+        Ok(Err(RunError::Task(error))) => {
             return driver.failed(format!(
                 "task {:?} [{}..{}) cannot be run: {error}",
                 task.path,

@@ -56,7 +56,13 @@ pub fn machine_memory() -> u64 {
         if let Some(kib) = text
             .lines()
             .find_map(|l| l.strip_prefix("MemTotal:"))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
         {
             least = least.min(kib.saturating_mul(1024));
         }
@@ -163,12 +169,10 @@ impl Budget {
             if bytes > free {
                 return Err(free);
             }
-            match self.used.compare_exchange(
-                used,
-                used + bytes,
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            ) {
+            match self
+                .used
+                .compare_exchange(used, used + bytes, Ordering::SeqCst, Ordering::SeqCst)
+            {
                 Ok(_) => {
                     return Ok(Charge {
                         bytes,

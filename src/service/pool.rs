@@ -50,8 +50,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::memory::{Budget, Charge, MemoryLimits};
 use super::job::{Class, Delivery, EndReason, Event, Job, JobId, JobSpec, Output, Progress};
+use super::memory::{Budget, Charge, MemoryLimits};
 use super::store::{Snapshot, StoredWork};
 use super::sync::{wait_timeout, Locked};
 use crate::run::{run_task, Batch, Control, Failure, Ledger, Port, Settlement, Stop, Taken, Work};
@@ -317,7 +317,10 @@ impl Pool {
     /// thread that runs its tasks).
     pub fn run_memory_limit(&self) -> u64 {
         let threads = self.shared.threads.max(1) as u64;
-        self.shared.memory.per_run.min(self.shared.memory.total / threads)
+        self.shared
+            .memory
+            .per_run
+            .min(self.shared.memory.total / threads)
     }
 
     /// Bytes the running jobs' solvers are charged, and the server's limit.
