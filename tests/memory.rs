@@ -327,3 +327,109 @@ fn the_cli_under_an_address_space_limit_answers_or_says_why() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+const TOKEN: &str = "memory-test-worker-token-0123456789";
+
+/// An `xccd worker` under the address-space limit, killed when dropped.
+struct Worker(Child);
+
+impl Worker {
+    fn start(workers: SocketAddr) -> Worker {
+        let child = Command::new("prlimit")
+            .arg(ADDRESS_SPACE)
+            .arg(XCCD)
+            .args(["worker", "--threads", "1"])
+            .args(["--coordinator", &format!("http://{workers}")])
+            .env("XCCD_WORKER_TOKEN", TOKEN)
+            .env_remove("XCCD_MAX_SEARCH_MEMORY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Worker(child)
+    }
+
+    fn alive(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A coordinator whose own limit lets `auto` pick the cells engine for the
+/// chain, and two workers under the address-space limit whose defaults do
+/// not fit it: each worker hands the lease back and lives, the job fails
+/// with SEARCH_MEMORY_LIMIT, and queens8 is answered right after. The
+/// slitherlink and the hidato likewise get a clear status or an answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_hand_back_leases_they_cannot_fit_and_live() {
+    let addr = free_port();
+    let workers = free_port();
+    let mut coordinator = Server {
+        child: Command::new(XCCD)
+            .args(["serve", "--threads", "0", "--listen", &addr.to_string()])
+            .args(["--worker-listen", &workers.to_string()])
+            .args(["--data-dir", "none"])
+            .args(["--max-search-memory", "8G", "--max-total-search-memory", "8G"])
+            .env("XCCD_WORKER_TOKEN", TOKEN)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+        addr,
+    };
+    let channel = coordinator.channel().await;
+    let mut pool = [Worker::start(workers), Worker::start(workers)];
+    // The workers are connected once a small search is answered.
+    queens8_answers(&channel).await;
+    let mut solver = SolverServiceClient::new(channel.clone());
+    let status = solver
+        .solve(with_deadline(
+            pb::SolveRequest {
+                problem: Some(pb::Problem {
+                    source: Some(pb::problem::Source::Dlx(chain(20_000))),
+                }),
+                ..Default::default()
+            },
+            60,
+        ))
+        .await
+        .expect_err("no worker can fit the cells engine's save stack");
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    let info = status.get_error_details().error_info().cloned().unwrap();
+    assert_eq!(info.reason, "SEARCH_MEMORY_LIMIT", "{status:?}");
+    assert!(status.message().contains("on worker"), "{status:?}");
+    for worker in &mut pool {
+        assert!(worker.alive(), "a worker died");
+    }
+    queens8_answers(&channel).await;
+    let mut puzzles = PuzzleServiceClient::new(channel.clone());
+    let slitherlink = puzzles
+        .solve_puzzle(with_deadline(
+            pb::SolvePuzzleRequest {
+                puzzle: Some(pb::Puzzle {
+                    kind: pb::PuzzleKind::Slitherlink as i32,
+                    grid: Some(pb::puzzle::Grid::Text(blank_slitherlink(140))),
+                    weak: true,
+                    ..Default::default()
+                }),
+                engine: pb::Engine::Links as i32,
+                ..Default::default()
+            },
+            30,
+        ))
+        .await;
+    clear("the slitherlink on links", &slitherlink);
+    queens8_answers(&channel).await;
+    for worker in &mut pool {
+        assert!(worker.alive(), "a worker died");
+    }
+    assert!(coordinator.alive());
+}

@@ -136,6 +136,11 @@ pub enum RunEnd {
     /// The task cannot be run (it names no node of the tree), or the run
     /// panicked: the job fails with this message.
     Failed(String),
+    /// The run could not get the memory its search needs: an allocation
+    /// of the engine failed, or (on a worker) the task's engine passes the
+    /// worker's limit. The job fails with RESOURCE_EXHAUSTED; the process
+    /// goes on.
+    OutOfMemory(String),
 }
 
 /// A run's end and statistics, and its solutions: how many it found (the
@@ -201,7 +206,12 @@ pub fn run_task<P: Port>(
             // The stacks grew as far as they could; the next run starts
             // from fresh ones.
             *solver = solver.rebuilt(problem);
-            return driver.failed(error.to_string());
+            return RunReport {
+                end: RunEnd::OutOfMemory(error.to_string()),
+                stats: Default::default(),
+                found: driver.found,
+                delivered: driver.delivered,
+            };
         }
         Ok(Err(RunError::Task(error))) => {
             return driver.failed(format!(

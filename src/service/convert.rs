@@ -434,6 +434,7 @@ pub fn failure(s: &Summary) -> Option<tonic::Status> {
         Some(Failure::Lost(message)) => tonic::Status::aborted(message.clone()),
         Some(Failure::Broken(message)) => tonic::Status::internal(message.clone()),
         Some(Failure::Exhausted(message)) => status::exhausted("JOB_STORE_LIMIT", message.clone()),
+        Some(Failure::Memory(message)) => status::exhausted("SEARCH_MEMORY_LIMIT", message.clone()),
         None => tonic::Status::internal("the search failed"),
     })
 }

@@ -328,18 +328,22 @@ impl Pool {
         (self.shared.budget.used(), self.shared.budget.total())
     }
 
-    /// What a job on `problem` and `engine` is charged: a solver on each
-    /// local thread (a pure coordinator's tasks run remotely, and its
-    /// checker walks paths without the cells' save stack: links' bound).
+    /// What a job on `problem` and `engine` is charged: the problem, and a
+    /// solver on each local thread (a pure coordinator's tasks run
+    /// remotely, and its checker walks paths without the cells' save stack:
+    /// links' bound).
     fn memory_need(&self, problem: &Problem, engine: crate::xcc::Engine) -> u64 {
-        use crate::xcc::memory::bound;
+        use crate::xcc::memory::{bound, problem_bound};
+        let own = problem_bound(problem);
         if self.shared.threads == 0 {
-            return bound(problem, crate::xcc::Engine::Links).unwrap_or(u64::MAX);
+            let checker = bound(problem, crate::xcc::Engine::Links).unwrap_or(u64::MAX);
+            return checker.saturating_add(own);
         }
         let one = bound(problem, engine)
             .or_else(|| bound(problem, crate::xcc::Engine::Links))
             .unwrap_or(u64::MAX);
         one.saturating_mul(self.shared.threads as u64)
+            .saturating_add(own)
     }
 
     /// Starts a job on `problem`.

@@ -45,6 +45,16 @@ fn links_bound(problem: &Problem) -> u64 {
     nodes * (16 + 4) + items * 5 * 4 + depth * PER_LEVEL
 }
 
+/// The most bytes `problem` itself takes (its items, options and entries,
+/// with their names): what a job holds beside its solvers, charged once.
+pub fn problem_bound(problem: &Problem) -> u64 {
+    let names: u64 = problem.items().iter().map(|i| i.name.len() as u64).sum();
+    problem.items().len() as u64 * 64
+        + names
+        + problem.options().len() as u64 * 24
+        + problem.entries() as u64 * 8
+}
+
 /// How many (item, size) pairs the cells engine's save stack can hold at
 /// its deepest, for `problem` (see the module's documentation).
 pub(crate) fn cells_save_entries(problem: &Problem) -> u64 {
