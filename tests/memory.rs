@@ -376,7 +376,12 @@ async fn workers_hand_back_leases_they_cannot_fit_and_live() {
             .args(["serve", "--threads", "0", "--listen", &addr.to_string()])
             .args(["--worker-listen", &workers.to_string()])
             .args(["--data-dir", "none"])
-            .args(["--max-search-memory", "8G", "--max-total-search-memory", "8G"])
+            .args([
+                "--max-search-memory",
+                "8G",
+                "--max-total-search-memory",
+                "8G",
+            ])
             .env("XCCD_WORKER_TOKEN", TOKEN)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

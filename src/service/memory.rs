@@ -203,7 +203,7 @@ mod tests {
     fn sizes_parse_with_binary_suffixes() {
         assert_eq!(parse_size("1024"), Ok(1024));
         assert_eq!(parse_size("64M"), Ok(64 << 20));
-        assert_eq!(parse_size("1.5G").is_err(), true);
+        assert!(parse_size("1.5G").is_err());
         assert_eq!(parse_size("2GiB"), Ok(2 << 30));
         assert_eq!(parse_size("3k"), Ok(3 << 10));
         assert!(parse_size("0").is_err());
