@@ -80,8 +80,13 @@ impl Server {
         let child = Command::new("prlimit")
             .arg(ADDRESS_SPACE)
             .arg(XCCD)
-            .args(["serve", "--threads", "2", "--listen", &addr.to_string()])
+            .args(["serve", "--listen", &addr.to_string()])
             .args(["--data-dir", "none"])
+            .args(if args.contains(&"--threads") {
+                &[][..]
+            } else {
+                &["--threads", "2"][..]
+            })
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -437,4 +442,66 @@ async fn workers_hand_back_leases_they_cannot_fit_and_live() {
         assert!(worker.alive(), "a worker died");
     }
     assert!(coordinator.alive());
+}
+
+/// Under a server budget that holds one chain's search and not two, a
+/// second chain waits for the first: SERVER_MEMORY_BUSY with a RetryInfo
+/// while the first runs, an answer once it is cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_does_not_fit_beside_the_running_ones_is_told_to_retry() {
+    let mut server = Server::start(&["--threads", "1", "--max-total-search-memory", "12M"]);
+    let channel = server.channel().await;
+    let mut solver = SolverServiceClient::new(channel.clone());
+    let chain_problem = || {
+        Some(pb::Problem {
+            source: Some(pb::problem::Source::Dlx(chain(20_000))),
+        })
+    };
+    // Counting the chain's 2^20000 solutions holds its charge until cancelled.
+    let mut first = solver
+        .enumerate(pb::EnumerateRequest {
+            problem: chain_problem(),
+            count_only: true,
+            ..Default::default()
+        })
+        .await
+        .expect("the first chain fits")
+        .into_inner();
+    let _ = tokio::time::timeout(Duration::from_millis(500), first.message()).await;
+    let status = solver
+        .solve(pb::SolveRequest {
+            problem: chain_problem(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("two chains do not fit");
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    let details = status.get_error_details();
+    assert_eq!(details.error_info().unwrap().reason, "SERVER_MEMORY_BUSY");
+    assert!(details.retry_info().is_some(), "{status:?}");
+    drop(first);
+    let start = Instant::now();
+    loop {
+        let result = solver
+            .solve(pb::SolveRequest {
+                problem: chain_problem(),
+                ..Default::default()
+            })
+            .await;
+        match result {
+            Ok(answer) => {
+                assert_eq!(
+                    answer.into_inner().solutions[0].option_indices.len(),
+                    20_000
+                );
+                break;
+            }
+            Err(status) => {
+                assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+                assert!(start.elapsed() < Duration::from_secs(20), "{status:?}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    assert!(server.alive());
 }
