@@ -177,6 +177,20 @@ pub fn read_pem(path: &Path, what: &str) -> Result<Vec<u8>, CliError> {
     Ok(bytes)
 }
 
+/// The most memory one search may take in this process: XCCD_MAX_SEARCH_MEMORY,
+/// else the machine's default (as `xccd serve` computes it, for a thread
+/// per core).
+pub fn search_memory_limit() -> Result<u64, CliError> {
+    match std::env::var("XCCD_MAX_SEARCH_MEMORY") {
+        Ok(text) => xccd::service::memory::parse_size(&text)
+            .map_err(|e| CliError::BadInput(format!("XCCD_MAX_SEARCH_MEMORY: {e}"))),
+        Err(_) => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            Ok(xccd::service::memory::MemoryLimits::for_machine(2 * cores + 2).per_run)
+        }
+    }
+}
+
 /// `--engine`: an engine, or `auto`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum EngineChoice {
@@ -187,22 +201,33 @@ pub enum EngineChoice {
 }
 
 impl EngineChoice {
-    /// The engine for `problem`; an error when it cannot search it.
+    /// The engine for `problem`; an error when it cannot search it, or
+    /// when its working memory could pass what a search may take here
+    /// (see [`search_memory_limit`]): `auto` then picks an engine that fits.
     pub fn resolve(self, problem: &xccd::xcc::Problem) -> Result<Engine, CliError> {
+        let limit = search_memory_limit()?;
+        let too_large = |need: xccd::xcc::memory::Need| {
+            CliError::Failed(format!(
+                "{need} (set XCCD_MAX_SEARCH_MEMORY to change the limit)"
+            ))
+        };
         let engine = match self {
-            EngineChoice::Auto => return Ok(Engine::auto(problem)),
+            EngineChoice::Auto => {
+                return xccd::xcc::memory::fitting(problem, limit).map_err(too_large)
+            }
             EngineChoice::Links => Engine::Links,
             EngineChoice::Cells => Engine::Cells,
         };
-        if engine.supports(problem) {
-            Ok(engine)
-        } else {
-            Err(CliError::BadInput(format!(
+        if !engine.supports(problem) {
+            return Err(CliError::BadInput(format!(
                 "--engine {}: {}",
                 engine.name(),
                 xccd::xcc::UnsupportedEngine { engine }
-            )))
+            )));
         }
+        xccd::xcc::memory::check(problem, engine, limit)
+            .map(|_| engine)
+            .map_err(too_large)
     }
 
     /// The request field (`xccd.v1.Engine`).

@@ -125,9 +125,38 @@ pub struct ServeArgs {
     /// crash can cost it.
     #[arg(long, env = "XCCD_SNAPSHOT_INTERVAL", default_value_t = 2.0)]
     pub snapshot_interval: f64,
+    /// Most memory one search run (a solver on one thread) may take: bytes,
+    /// or with K, M, G. A request whose search could pass it runs on an
+    /// engine that fits (with engine auto) or gets RESOURCE_EXHAUSTED
+    /// (reason SEARCH_MEMORY_LIMIT). Default: --max-total-search-memory.
+    #[arg(long, env = "XCCD_MAX_SEARCH_MEMORY", value_parser = xccd::service::memory::parse_size)]
+    pub max_search_memory: Option<u64>,
+    /// Most memory all running searches may take together; a job that does
+    /// not fit while others run gets RESOURCE_EXHAUSTED (reason
+    /// SERVER_MEMORY_BUSY, with a RetryInfo). Default: half the least of
+    /// the machine's memory, the cgroup's limit and the address-space
+    /// limit, less 64 MiB a thread.
+    #[arg(long, env = "XCCD_MAX_TOTAL_SEARCH_MEMORY", value_parser = xccd::service::memory::parse_size)]
+    pub max_total_search_memory: Option<u64>,
     /// Log format on stderr (filter with RUST_LOG, default info).
     #[arg(long, env = "XCCD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+}
+
+/// The memory limits of searches: the flags, else the machine's default
+/// for a process running `threads` search threads beside the runtime's.
+pub fn search_memory(
+    threads: usize,
+    per_run: Option<u64>,
+    total: Option<u64>,
+) -> xccd::service::memory::MemoryLimits {
+    let runtime = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let machine = xccd::service::memory::MemoryLimits::for_machine(threads + runtime + 2);
+    let total = total.unwrap_or(machine.total);
+    xccd::service::memory::MemoryLimits {
+        per_run: per_run.unwrap_or(total).min(total),
+        total,
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -162,6 +191,11 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
     if let Some(threads) = args.threads {
         pool.threads = threads;
     }
+    pool.memory = search_memory(
+        pool.threads,
+        args.max_search_memory,
+        args.max_total_search_memory,
+    );
     if args.max_attempts == 0 {
         return Err(CliError::BadInput(
             "--max-attempts must be at least 1".into(),

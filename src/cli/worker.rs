@@ -37,6 +37,14 @@ pub struct WorkerArgs {
     pub worker_token_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub tls: ClientTlsArgs,
+    /// Most memory one leased run may take (bytes, or with K, M, G): a
+    /// lease whose engine could pass it goes back to the coordinator, whose
+    /// job then fails with RESOURCE_EXHAUSTED. Default: as `xccd serve`.
+    #[arg(long, env = "XCCD_MAX_SEARCH_MEMORY", value_parser = xccd::service::memory::parse_size)]
+    pub max_search_memory: Option<u64>,
+    /// Most memory all of this worker's runs may take together.
+    #[arg(long, env = "XCCD_MAX_TOTAL_SEARCH_MEMORY", value_parser = xccd::service::memory::parse_size)]
+    pub max_total_search_memory: Option<u64>,
     /// Log format on stderr (filter with RUST_LOG, default info).
     #[arg(long, env = "XCCD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -70,6 +78,11 @@ pub fn run(args: WorkerArgs) -> Result<(), CliError> {
         Some(n) => config.threads = n,
         None => {} // one per core, the config's default
     }
+    config.memory = super::serve::search_memory(
+        config.threads,
+        args.max_search_memory,
+        args.max_total_search_memory,
+    );
     config.name = args.name.unwrap_or_else(host_name);
     config.token = worker_token(args.worker_token_file.as_deref())?;
     config.tls = args.tls.load()?;

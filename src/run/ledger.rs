@@ -67,14 +67,18 @@ pub enum Failure {
     /// The job outgrew a limit of the server (the bytes its stored
     /// solutions may take).
     Exhausted(String),
+    /// A run could not get the memory its search needs (see
+    /// [`RunEnd::OutOfMemory`]).
+    Memory(String),
 }
 
 impl Failure {
     pub fn message(&self) -> &str {
         match self {
-            Failure::Lost(message) | Failure::Broken(message) | Failure::Exhausted(message) => {
-                message
-            }
+            Failure::Lost(message)
+            | Failure::Broken(message)
+            | Failure::Exhausted(message)
+            | Failure::Memory(message) => message,
         }
     }
 }
@@ -209,6 +213,7 @@ impl Ledger {
             }
             RunEnd::Released => settlement.requeue.push(self.rerun()),
             RunEnd::Failed(message) => settlement.failure = Some(Failure::Broken(message)),
+            RunEnd::OutOfMemory(message) => settlement.failure = Some(Failure::Memory(message)),
         }
         Ok(settlement)
     }

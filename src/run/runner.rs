@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use super::{SideCondition, Solutions};
 use crate::xcc::{
-    Engine, Flow, Problem, ProgressView, Request, RunConfig, SolutionView, Solver, Stats, Status,
-    Task, Visitor,
+    Engine, Flow, Problem, ProgressView, Request, RunConfig, RunError, SolutionView, Solver, Stats,
+    Status, Task, Visitor,
 };
 
 /// How one run of a task goes.
@@ -136,6 +136,11 @@ pub enum RunEnd {
     /// The task cannot be run (it names no node of the tree), or the run
     /// panicked: the job fails with this message.
     Failed(String),
+    /// The run could not get the memory its search needs: an allocation
+    /// of the engine failed, or (on a worker) the task's engine passes the
+    /// worker's limit. The job fails with RESOURCE_EXHAUSTED; the process
+    /// goes on.
+    OutOfMemory(String),
 }
 
 /// A run's end and statistics, and its solutions: how many it found (the
@@ -197,7 +202,18 @@ pub fn run_task<P: Port>(
     let result = catch_unwind(AssertUnwindSafe(|| solver.run(task, &config, &mut driver)));
     let outcome = match result {
         Ok(Ok(outcome)) => outcome,
-        Ok(Err(error)) => {
+        Ok(Err(RunError::OutOfMemory(error))) => {
+            // The stacks grew as far as they could; the next run starts
+            // from fresh ones.
+            *solver = solver.rebuilt(problem);
+            return RunReport {
+                end: RunEnd::OutOfMemory(error.to_string()),
+                stats: Default::default(),
+                found: driver.found,
+                delivered: driver.delivered,
+            };
+        }
+        Ok(Err(RunError::Task(error))) => {
             return driver.failed(format!(
                 "task {:?} [{}..{}) cannot be run: {error}",
                 task.path,

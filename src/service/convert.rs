@@ -310,10 +310,16 @@ pub fn solution(problem: &Problem, indices: &[u32], with_text: bool) -> pb::Solu
 }
 
 /// The engine a request asks for (field `engine`), `auto` resolved for
-/// `problem` (see [`Engine::auto`]).
-pub fn engine(value: i32, problem: &Problem) -> Result<Engine, Status> {
+/// `problem` (see [`Engine::auto`]) among the engines whose working memory
+/// fits `memory_limit` bytes (see [`crate::xcc::memory`]): an explicit
+/// engine that does not fit, or a problem no engine fits, is refused with
+/// RESOURCE_EXHAUSTED (reason `SEARCH_MEMORY_LIMIT`).
+pub fn engine(value: i32, problem: &Problem, memory_limit: u64) -> Result<Engine, Status> {
     let engine = match pb::Engine::try_from(value) {
-        Ok(pb::Engine::Unspecified) => return Ok(Engine::auto(problem)),
+        Ok(pb::Engine::Unspecified) => {
+            return crate::xcc::memory::fitting(problem, memory_limit)
+                .map_err(|need| memory_limit_status(&need))
+        }
         Ok(pb::Engine::Links) => Engine::Links,
         Ok(pb::Engine::Cells) => Engine::Cells,
         Err(_) => {
@@ -322,14 +328,30 @@ pub fn engine(value: i32, problem: &Problem) -> Result<Engine, Status> {
             )))
         }
     };
-    if engine.supports(problem) {
-        Ok(engine)
-    } else {
-        Err(status::invalid(format!(
+    if !engine.supports(problem) {
+        return Err(status::invalid(format!(
             "engine: {}",
             UnsupportedEngine { engine }
-        )))
+        )));
     }
+    crate::xcc::memory::check(problem, engine, memory_limit)
+        .map(|_| engine)
+        .map_err(|need| memory_limit_status(&need))
+}
+
+/// RESOURCE_EXHAUSTED for a search that cannot fit its memory limit, with
+/// the bytes it needs and the limit in its `ErrorInfo`.
+pub fn memory_limit_status(need: &crate::xcc::memory::Need) -> Status {
+    status::exhausted_with(
+        "SEARCH_MEMORY_LIMIT",
+        format!("{need} (--max-search-memory, --max-total-search-memory)"),
+        &[
+            ("needed_bytes", need.bytes.to_string()),
+            ("limit_bytes", need.limit.to_string()),
+            ("engine", need.engine.name().to_string()),
+        ],
+        None,
+    )
 }
 
 pub fn statistics(
@@ -412,7 +434,7 @@ pub fn summary(s: &Summary) -> pb::Summary {
 /// - DEADLINE: DEADLINE_EXCEEDED; CANCELLED: CANCELLED;
 /// - FAILED: ABORTED when its tasks were lost with their workers too often
 ///   (try again), RESOURCE_EXHAUSTED (`JOB_STORE_LIMIT`) when it outgrew the
-///   store, INTERNAL when a run failed (a bug: a panic, or a task that names
+///   store or (`SEARCH_MEMORY_LIMIT`) its search's memory, INTERNAL when a run failed (a bug: a panic, or a task that names
 ///   no node).
 pub fn end_status(s: &Summary) -> Option<tonic::Status> {
     match s.reason {
@@ -433,6 +455,9 @@ pub fn end_status(s: &Summary) -> Option<tonic::Status> {
             Some(Failure::Broken(message)) => tonic::Status::internal(message.clone()),
             Some(Failure::Exhausted(message)) => {
                 status::exhausted("JOB_STORE_LIMIT", message.clone())
+            }
+            Some(Failure::Memory(message)) => {
+                status::exhausted("SEARCH_MEMORY_LIMIT", message.clone())
             }
             None => tonic::Status::internal("the search failed"),
         }),

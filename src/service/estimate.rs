@@ -75,7 +75,7 @@ impl Estimator {
             n => n,
         };
         let problem = convert::problem(req.problem, limits)?;
-        let engine = convert::engine(req.engine, &problem)?;
+        let engine = convert::engine(req.engine, &problem, pool.run_memory_limit())?;
         let seed = req.seed;
         let work = async {
             let _permit = self

@@ -198,6 +198,21 @@ pub(super) fn refused(e: SubmitError) -> Status {
         }
         SubmitError::ShuttingDown => status::shutting_down(e.to_string()),
         SubmitError::NeedsLocalThreads => Status::failed_precondition(e.to_string()),
+        SubmitError::SearchMemoryLimit(need) => convert::memory_limit_status(&need),
+        SubmitError::MemoryBusy {
+            needed,
+            free,
+            total,
+        } => status::exhausted_with(
+            "SERVER_MEMORY_BUSY",
+            e.to_string(),
+            &[
+                ("needed_bytes", needed.to_string()),
+                ("free_bytes", free.to_string()),
+                ("limit_bytes", total.to_string()),
+            ],
+            Some(Duration::from_secs(1)),
+        ),
     }
 }
 
@@ -219,7 +234,7 @@ impl SolverService for SolverApi {
             )));
         }
         let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
-        let engine = convert::engine(req.engine, &problem)?;
+        let engine = convert::engine(req.engine, &problem, self.pool.run_memory_limit())?;
         let job = self.submit(
             problem.clone(),
             JobSpec {
@@ -303,7 +318,7 @@ impl SolverService for SolverApi {
             ));
         }
         let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
-        let engine = convert::engine(req.engine, &problem)?;
+        let engine = convert::engine(req.engine, &problem, self.pool.run_memory_limit())?;
         let packed_index_bytes = if req.packed_solutions {
             convert::packed_index_bytes(&problem)
         } else {
@@ -361,7 +376,7 @@ impl SolverService for SolverApi {
         )?;
         let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
         let mut spec = JobSpec {
-            engine: convert::engine(req.engine, &problem)?,
+            engine: convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
             limit: nonzero(req.limit),
             max_nodes: nonzero(req.max_nodes),
             delivery: if req.count_only {

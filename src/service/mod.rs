@@ -19,6 +19,7 @@ pub mod grpc;
 pub mod grpc_headers;
 pub mod job;
 pub mod jobs;
+pub mod memory;
 pub mod pool;
 pub mod proto;
 pub mod puzzles_grpc;

@@ -51,6 +51,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::job::{Class, Delivery, EndReason, Event, Job, JobId, JobSpec, Output, Progress};
+use super::memory::{Budget, Charge, MemoryLimits};
 use super::store::{Snapshot, StoredWork};
 use super::sync::{wait_timeout, Locked};
 use crate::run::{run_task, Batch, Control, Failure, Ledger, Port, Settlement, Stop, Taken, Work};
@@ -92,6 +93,9 @@ pub struct PoolConfig {
     /// Smaller splits small searches finer and answers sooner; each look
     /// costs about as much as a node.
     pub poll_nodes: u64,
+    /// The memory one run and all of the pool's runs may take (see
+    /// [`super::memory`]).
+    pub memory: MemoryLimits,
 }
 
 impl Default for PoolConfig {
@@ -103,6 +107,7 @@ impl Default for PoolConfig {
             max_jobs_per_caller: 64,
             max_attempts: 3,
             poll_nodes: POLL_NODES,
+            memory: MemoryLimits::default(),
         }
     }
 }
@@ -120,6 +125,12 @@ pub enum SubmitError {
     ShuttingDown,
     #[error("this search has a side condition given as code, which only local worker threads can check, and this server has none (start it with --threads 1 or more)")]
     NeedsLocalThreads,
+    /// The job's search can never fit the server's memory for searches.
+    #[error("{0}")]
+    SearchMemoryLimit(crate::xcc::memory::Need),
+    /// The job's search fits, but running searches hold the memory now.
+    #[error("the search needs up to {needed} bytes and the searches running on this server leave {free} of {total} free; retry later")]
+    MemoryBusy { needed: u64, free: u64, total: u64 },
 }
 
 /// How far a running search has got, written by its thread at each poll and
@@ -165,6 +176,8 @@ struct Sched {
     running: usize,
     tasks_done: u64,
     finished_weight: f64,
+    /// The job's memory, given back when it ends.
+    _memory: Charge,
 }
 
 /// A running remote lease, as the pool sees it.
@@ -204,6 +217,9 @@ struct Shared {
     max_jobs_per_caller: usize,
     max_attempts: u32,
     poll_nodes: u64,
+    memory: MemoryLimits,
+    /// What running jobs' solvers may take, and what they are charged.
+    budget: Budget,
     next_id: AtomicU64,
     /// An idle worker and no task to give it.
     hungry: AtomicBool,
@@ -250,6 +266,8 @@ impl Pool {
             max_jobs_per_caller: config.max_jobs_per_caller.max(1),
             max_attempts: config.max_attempts.max(1),
             poll_nodes: config.poll_nodes.clamp(1, MAX_POLL_NODES),
+            memory: config.memory,
+            budget: Budget::new(config.memory.total),
             next_id: AtomicU64::new(1),
             hungry: AtomicBool::new(false),
             ready_jobs: AtomicUsize::new(0),
@@ -292,6 +310,40 @@ impl Pool {
 
     pub fn workers(&self) -> usize {
         self.shared.threads
+    }
+
+    /// Most bytes one solver of a job may take here: the per-run limit, and
+    /// the server's share of each thread (a job has a solver on every
+    /// thread that runs its tasks).
+    pub fn run_memory_limit(&self) -> u64 {
+        let threads = self.shared.threads.max(1) as u64;
+        self.shared
+            .memory
+            .per_run
+            .min(self.shared.memory.total / threads)
+    }
+
+    /// Bytes the running jobs' solvers are charged, and the server's limit.
+    pub fn memory_in_use(&self) -> (u64, u64) {
+        (self.shared.budget.used(), self.shared.budget.total())
+    }
+
+    /// What a job on `problem` and `engine` is charged: the problem, and a
+    /// solver on each local thread (a pure coordinator's tasks run
+    /// remotely, and its checker walks paths without the cells' save stack:
+    /// links' bound).
+    fn memory_need(&self, problem: &Problem, engine: crate::xcc::Engine) -> u64 {
+        use crate::xcc::memory::{bound, problem_bound};
+        let own = problem_bound(problem);
+        if self.shared.threads == 0 {
+            let checker = bound(problem, crate::xcc::Engine::Links).unwrap_or(u64::MAX);
+            return checker.saturating_add(own);
+        }
+        let one = bound(problem, engine)
+            .or_else(|| bound(problem, crate::xcc::Engine::Links))
+            .unwrap_or(u64::MAX);
+        one.saturating_mul(self.shared.threads as u64)
+            .saturating_add(own)
     }
 
     /// Starts a job on `problem`.
@@ -352,6 +404,15 @@ impl Pool {
         if self.shared.threads == 0 && !remote_can_run(&spec) {
             return Err(SubmitError::NeedsLocalThreads);
         }
+        let need = self.memory_need(&problem, spec.engine);
+        let total = self.shared.budget.total();
+        if resumed.is_none() && need > total {
+            return Err(SubmitError::SearchMemoryLimit(crate::xcc::memory::Need {
+                engine: spec.engine,
+                bytes: need,
+                limit: total,
+            }));
+        }
         let job = Job::new(id, problem, spec, output);
         let (job, queue, tasks_done, finished_weight) = match resumed {
             None => (job, VecDeque::from([Work::new(Task::root())]), 0, 0.0),
@@ -363,13 +424,6 @@ impl Pool {
             ),
         };
         let job = Arc::new(job);
-        let sched = Sched {
-            job: job.clone(),
-            queue,
-            running: 0,
-            tasks_done,
-            finished_weight,
-        };
         let mut state = self.shared.state.locked();
         if state.shutdown {
             return Err(SubmitError::ShuttingDown);
@@ -401,6 +455,26 @@ impl Pool {
                 ));
             }
         }
+        let memory = if limited {
+            self.shared
+                .budget
+                .charge(need)
+                .map_err(|free| SubmitError::MemoryBusy {
+                    needed: need,
+                    free,
+                    total,
+                })?
+        } else {
+            self.shared.budget.force(need)
+        };
+        let sched = Sched {
+            job: job.clone(),
+            queue,
+            running: 0,
+            tasks_done,
+            finished_weight,
+            _memory: memory,
+        };
         state.jobs.insert(id, sched);
         state.ring.push_back(id);
         // A resumed job with no work left ends now.
@@ -963,6 +1037,11 @@ fn worker(shared: Arc<Shared>, index: usize) {
         slot.job.store(0, Ordering::SeqCst);
         shared.book(&mut state, &job, &report.stats, settlement);
         drop(state);
+        // The job's memory is given back when it ends: its solver goes now
+        // rather than at this thread's next task, which may never come.
+        if job.is_stopping() || job.summary().is_some() {
+            solvers.remove(&job.id);
+        }
         shared.wake_all();
     }
 }

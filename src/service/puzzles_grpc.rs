@@ -108,7 +108,7 @@ impl PuzzleApi {
         engine: i32,
     ) -> Result<Arc<Job>, Status> {
         let (encoded, puzzle) = encoded;
-        let engine = convert::engine(engine, encoded.problem())?;
+        let engine = convert::engine(engine, encoded.problem(), self.pool.run_memory_limit())?;
         let condition: Arc<dyn SideCondition> = encoded.clone();
         self.pool
             .submit(

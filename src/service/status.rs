@@ -73,6 +73,27 @@ pub fn shutting_down(message: impl Into<String>) -> Status {
     Status::with_error_details(Code::Unavailable, message, details)
 }
 
+/// RESOURCE_EXHAUSTED for `message`, with an `ErrorInfo` of `reason` and
+/// `metadata` (the numbers a program needs, such as bytes and limits), and
+/// a `RetryInfo` when the refusal is for now only.
+pub fn exhausted_with(
+    reason: &str,
+    message: impl Into<String>,
+    metadata: &[(&str, String)],
+    retry: Option<std::time::Duration>,
+) -> Status {
+    let metadata: std::collections::HashMap<String, String> = metadata
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    let mut details = ErrorDetails::new();
+    details.set_error_info(reason, DOMAIN, metadata);
+    if retry.is_some() {
+        details.set_retry_info(retry);
+    }
+    Status::with_error_details(Code::ResourceExhausted, message, details)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,10 +55,11 @@
 
 use std::sync::atomic::Ordering;
 
+use super::memory::OutOfMemory;
 use super::problem::Problem;
 use super::search::{
-    Exit, Outcome, PathNode, Probe, ProbeEnd, ProgressView, RunConfig, SolutionView, Stats, Status,
-    TaskError,
+    Exit, Outcome, PathNode, Probe, ProbeEnd, ProgressView, RunConfig, RunError, SolutionView,
+    Stats, Status, TaskError,
 };
 use super::task::{Cut, Decision, Task, ALL};
 
@@ -599,6 +600,11 @@ pub(crate) struct Cells<W> {
     updates: u64,
     force: ForceStack,
     save: Vec<(W, W)>,
+    /// The most pairs `save` can need (see [`super::memory`]): it grows up
+    /// to there and no further, and a failed allocation stops the run.
+    save_limit: usize,
+    /// Bytes the save stack could not get, when it could not.
+    out_of_memory: Option<u64>,
     // Per level: boxed, so their lengths stay those `Cells::new` gives them
     // (`depth`, `saved` one more), which the search's unchecked accesses
     // (see `at`) rely on.
@@ -753,6 +759,9 @@ impl<W: Word> Cells<W> {
             updates: 0,
             force: ForceStack::new(n),
             save: Vec::new(),
+            save_limit: usize::try_from(super::memory::cells_save_entries(problem))
+                .unwrap_or(usize::MAX),
+            out_of_memory: None,
             saved: vec![0; depth + 1].into_boxed_slice(),
             choice: vec![0; depth].into_boxed_slice(),
             pos: vec![0; depth].into_boxed_slice(),
@@ -791,6 +800,7 @@ impl<W: Word> Cells<W> {
         self.active = self.items;
         self.force.clear();
         self.save.clear();
+        self.out_of_memory = None;
         self.saved[0] = 0;
         self.updates = 0;
     }
@@ -915,13 +925,14 @@ impl<W: Word> Cells<W> {
         self.hide_all::<COLORS>(best);
     }
 
-    /// SSXCC's "save the currently active sizes" for level `level`.
+    /// SSXCC's "save the currently active sizes" for level `level`; false
+    /// when the stack could not grow (see [`Cells::grow_save`]).
     #[inline(always)]
-    fn save_sizes(&mut self, level: usize) {
+    fn save_sizes(&mut self, level: usize) -> bool {
         let start = self.saved[level];
         let active = self.active as usize;
-        if self.save.len() < start + active {
-            self.save.resize(start + active, Default::default());
+        if self.save.len() < start + active && !self.grow_save(start + active) {
+            return false;
         }
         let set = self.set.as_ptr();
         let item = self.item.as_ptr();
@@ -934,6 +945,28 @@ impl<W: Word> Cells<W> {
             }
         }
         self.saved[level + 1] = start + active;
+        true
+    }
+
+    /// Makes the save stack `needed` pairs long. Its capacity doubles, as a
+    /// `Vec`'s would, but never past `save_limit` (the stack's worst case),
+    /// and an allocation that fails is noted in `out_of_memory`, not an
+    /// abort: a chain of 20,000 items asked for 2.6 GB at once.
+    #[cold]
+    #[inline(never)]
+    fn grow_save(&mut self, needed: usize) -> bool {
+        if needed > self.save.capacity() {
+            let wanted = needed
+                .max(self.save.capacity().saturating_mul(2))
+                .min(self.save_limit.max(needed));
+            let more = wanted - self.save.len();
+            if self.save.try_reserve_exact(more).is_err() {
+                self.out_of_memory = Some((wanted * std::mem::size_of::<(W, W)>()) as u64);
+                return false;
+            }
+        }
+        self.save.resize(needed, Default::default());
+        true
     }
 
     #[inline(always)]
@@ -1017,7 +1050,7 @@ impl<W: Word> Cells<W> {
         task: &Task,
         config: &RunConfig,
         visitor: &mut V,
-    ) -> Result<Outcome, TaskError> {
+    ) -> Result<Outcome, RunError> {
         self.reset();
         self.stats = Stats::default();
         self.base = task.path.len();
@@ -1040,7 +1073,8 @@ impl<W: Word> Cells<W> {
             return Err(TaskError {
                 level: self.choice.len() - 2,
                 position: 0,
-            });
+            }
+            .into());
         }
         let result = if self.colors {
             self.search::<true, V>(task, config, visitor)
@@ -1051,6 +1085,12 @@ impl<W: Word> Cells<W> {
         self.stats.updates = self.updates - replay;
         self.stats.replay_updates = replay;
         let (status, remaining) = result?;
+        if let Some(bytes) = self.out_of_memory.take() {
+            return Err(RunError::OutOfMemory(OutOfMemory {
+                engine: super::search::Engine::Cells,
+                bytes,
+            }));
+        }
         Ok(Outcome {
             status,
             stats: std::mem::take(&mut self.stats),
@@ -1107,8 +1147,8 @@ impl<W: Word> Cells<W> {
                     if t == 1 {
                         // SAFETY: `level + 1 < depth` (see `at`).
                         unsafe { *at(&mut self.saved, level + 1) = *at(&mut self.saved, level) };
-                    } else {
-                        self.save_sizes(level);
+                    } else if !self.save_sizes(level) {
+                        break self.finish(Exit::Stop(Status::Stopped), level, task);
                     }
                     self.enter_level(level, task, t);
                     cur_choice = best;

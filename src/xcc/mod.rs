@@ -5,6 +5,7 @@ mod cells;
 pub mod dlx_format;
 pub mod estimate;
 mod links;
+pub mod memory;
 pub mod problem;
 pub mod search;
 pub mod task;
@@ -14,6 +15,7 @@ pub(crate) mod testing;
 pub use problem::{Problem, ProblemBuilder, ProblemError};
 pub use search::{
     Collect, CountOnly, Engine, Flow, Layout, Outcome, PathNode, Probe, ProbeEnd, ProgressView,
-    Request, RunConfig, SolutionView, Solver, Stats, Status, TaskError, UnsupportedEngine, Visitor,
+    Request, RunConfig, RunError, SolutionView, Solver, Stats, Status, TaskError,
+    UnsupportedEngine, Visitor,
 };
 pub use task::{Cut, Decision, Task, ALL};

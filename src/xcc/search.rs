@@ -355,6 +355,16 @@ pub struct TaskError {
     pub position: Decision,
 }
 
+/// Why a run could not be made: its task names no node of the tree, or the
+/// engine could not get the memory it needed (the run stopped cleanly).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Task(#[from] TaskError),
+    #[error(transparent)]
+    OutOfMemory(#[from] super::memory::OutOfMemory),
+}
+
 /// A solver for one problem: an engine's data plus its search stacks.
 /// Build one per worker thread and run any number of tasks on it, one after
 /// the other.
@@ -553,10 +563,10 @@ impl Solver {
         task: &Task,
         config: &RunConfig,
         visitor: &mut V,
-    ) -> Result<Outcome, TaskError> {
+    ) -> Result<Outcome, RunError> {
         match &mut self.engine {
-            Inner::Narrow(s) => s.run(task, config, visitor),
-            Inner::Wide(s) => s.run(task, config, visitor),
+            Inner::Narrow(s) => Ok(s.run(task, config, visitor)?),
+            Inner::Wide(s) => Ok(s.run(task, config, visitor)?),
             Inner::CellsNarrow(s) => s.run(task, config, visitor),
             Inner::CellsInCache(s) => s.run(task, config, visitor),
             Inner::Cells(s) => s.run(task, config, visitor),

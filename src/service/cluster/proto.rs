@@ -108,6 +108,10 @@ pub fn task_ended(lease: Option<LeaseRef>, report: &RunReport) -> TaskEnded {
             ended.error.clone_from(error);
             RunStatus::Failed
         }
+        RunEnd::OutOfMemory(error) => {
+            ended.error.clone_from(error);
+            RunStatus::OutOfMemory
+        }
     } as i32;
     ended
 }
@@ -128,6 +132,7 @@ pub fn run_end(ended: &mut TaskEnded) -> Option<RunEnd> {
         RunStatus::SolutionLimit => RunEnd::Stopped(Stop::SolutionLimit),
         RunStatus::Released => RunEnd::Released,
         RunStatus::Failed => RunEnd::Failed(std::mem::take(&mut ended.error)),
+        RunStatus::OutOfMemory => RunEnd::OutOfMemory(std::mem::take(&mut ended.error)),
     })
 }
 

@@ -50,9 +50,20 @@ pub struct WorkerConfig {
     /// TLS towards an `https://` coordinator: its CA, and this worker's
     /// certificate when the coordinator requires one.
     pub tls: ClientTls,
+    /// The memory one run and all of this worker's runs may take: a lease
+    /// whose engine passes it is handed back as out of memory (the job
+    /// fails with RESOURCE_EXHAUSTED), and the worker goes on.
+    pub memory: crate::service::memory::MemoryLimits,
 }
 
 impl WorkerConfig {
+    /// Most bytes one run may take: the per-run limit, and a thread's share
+    /// of the total.
+    fn run_memory_limit(&self) -> u64 {
+        let threads = self.threads.max(1) as u64;
+        self.memory.per_run.min(self.memory.total / threads)
+    }
+
     pub fn new(coordinator: impl Into<String>) -> WorkerConfig {
         WorkerConfig {
             coordinator: coordinator.into(),
@@ -62,6 +73,7 @@ impl WorkerConfig {
             max_backoff: Duration::from_secs(5),
             token: None,
             tls: ClientTls::default(),
+            memory: crate::service::memory::MemoryLimits::default(),
         }
     }
 }
@@ -123,7 +135,10 @@ pub async fn run(
         .tcp_nodelay(true)
         .http2_keep_alive_interval(Duration::from_secs(10))
         .keep_alive_timeout(Duration::from_secs(20));
-    let cache = Arc::new(Cache::default());
+    let cache = Arc::new(Cache {
+        memory_limit: config.run_memory_limit(),
+        ..Cache::default()
+    });
     let (drain_tx, drain_rx) = tokio::sync::watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
     let mut draining = false;
@@ -202,6 +217,8 @@ type Built = Result<Arc<Instance>, String>;
 struct Cache {
     problems: Mutex<VecDeque<(Vec<u8>, Built)>>,
     solvers: Mutex<HashMap<Vec<u8>, Vec<Solver>>>,
+    /// Most bytes a run's solver may take ([`WorkerConfig::run_memory_limit`]).
+    memory_limit: u64,
 }
 
 impl Cache {
@@ -504,6 +521,20 @@ fn run_lease(
     tx: &mpsc::Sender<pb::WorkerMessage>,
 ) -> pb::TaskEnded {
     let task: xcc::Task = lease.task.clone().unwrap_or_default().into();
+    // A lease whose engine cannot fit this worker goes back, the worker
+    // stays: the coordinator fails its job with the reason.
+    if let Ok(engine) = lease.engine.parse::<Engine>() {
+        if let Err(need) = xcc::memory::check(&instance.problem, engine, cache.memory_limit) {
+            tracing::warn!(lease = ?lease.lease, "{need}");
+            let report = RunReport {
+                end: RunEnd::OutOfMemory(format!("on worker: {need}")),
+                stats: Default::default(),
+                found: 0,
+                delivered: 0,
+            };
+            return pb::task_ended(lease.lease, &report);
+        }
+    }
     let solver = lease
         .engine
         .parse::<Engine>()
