@@ -465,7 +465,14 @@ impl SolverService for SolverApi {
             Entry::Live(job) => job.spec.durable,
             Entry::Ended(record) => record.durable(),
         };
-        let mut solutions = match &entry {
+        // Only the window asked is copied and converted (a job may keep
+        // 100,000 solutions and a poller ask for one), and a large window
+        // off the runtime's threads, so that polling never stalls other calls.
+        let window = match req.max_solutions as usize {
+            0 => usize::MAX,
+            n => n,
+        };
+        let solutions = match &entry {
             _ if durable => {
                 let max = match req.max_solutions as usize {
                     0 => self.config.default_keep,
@@ -475,16 +482,33 @@ impl SolverService for SolverApi {
                 let problem = stored_problem(store.clone(), entry.clone()).await?;
                 stored_solutions(store, entry.id(), 0, max, Some(problem)).await?
             }
-            Entry::Live(job) => job
-                .kept_from(0)
-                .iter()
-                .map(|s| convert::solution(&job.problem, s, true))
-                .collect(),
-            Entry::Ended(record) => record.solutions.clone(),
+            Entry::Live(job) => {
+                let kept = job.kept(0, window);
+                let problem = job.problem.clone();
+                let large = kept.len() > INLINE_SOLUTIONS;
+                let convert = move || {
+                    Ok(kept
+                        .iter()
+                        .map(|s| convert::solution(&problem, s, true))
+                        .collect())
+                };
+                if large {
+                    blocking(convert).await?
+                } else {
+                    convert()?
+                }
+            }
+            Entry::Ended(record) => {
+                let record = record.clone();
+                let n = record.solutions.len().min(window);
+                let copy = move || Ok(record.solutions[..n].to_vec());
+                if n > INLINE_SOLUTIONS {
+                    blocking(copy).await?
+                } else {
+                    copy()?
+                }
+            }
         };
-        if req.max_solutions > 0 {
-            solutions.truncate(req.max_solutions as usize);
-        }
         Ok(Response::new(pb::GetJobResponse {
             job: Some(self.job_message(&entry)),
             solutions,
@@ -657,6 +681,11 @@ impl SolverService for SolverApi {
             .await
     }
 }
+
+/// Solutions a reply converts or copies on the async runtime's thread;
+/// more go to a blocking thread (a few microseconds each: a window this
+/// small costs less than the hand-over).
+const INLINE_SOLUTIONS: usize = 256;
 
 /// Runs store work off the async runtime's threads.
 async fn blocking<T: Send + 'static>(

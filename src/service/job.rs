@@ -574,8 +574,16 @@ impl Job {
 
     /// The kept solutions from index `from` on.
     pub fn kept_from(&self, from: usize) -> Vec<SolutionIndices> {
+        self.kept(from, usize::MAX)
+    }
+
+    /// At most `max` kept solutions from index `from` on: a reader of a
+    /// window copies the window, not every kept solution (issue 24).
+    pub fn kept(&self, from: usize, max: usize) -> Vec<SolutionIndices> {
         let kept = self.kept.locked();
-        kept.get(from..).map(<[_]>::to_vec).unwrap_or_default()
+        let from = from.min(kept.len());
+        let to = from.saturating_add(max).min(kept.len());
+        kept[from..to].to_vec()
     }
 
     /// Waits until a solution is kept (or committed to the store) or the
