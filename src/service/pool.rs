@@ -585,8 +585,11 @@ impl Shared {
     /// Recomputes the flags that running tasks read without the lock.
     fn refresh(&self, state: &State) {
         let (mut ready, mut ready_interactive, mut interactive_tasks) = (0, 0, 0);
+        let now = Instant::now();
         for sched in state.ring.iter().filter_map(|id| state.jobs.get(id)) {
-            if sched.queue.is_empty() || stalled(&sched.job) {
+            // A job whose tasks all wait out a backoff is not ready (the
+            // pool's timer refreshes when the first one may go).
+            if !sched.queue.iter().any(|work| work.ready(now)) || stalled(&sched.job) {
                 continue;
             }
             ready += 1;
@@ -697,6 +700,7 @@ impl Shared {
         remote: bool,
         interactive_only: bool,
     ) -> Option<(Arc<Job>, Work)> {
+        let now = Instant::now();
         for turn in 0..state.ring.len() {
             let id = state.ring[turn];
             let Some(sched) = state.jobs.get_mut(&id) else {
@@ -709,7 +713,11 @@ impl Shared {
             {
                 continue;
             }
-            let task = sched.queue.pop_front().expect("not empty");
+            // The first task not waiting out a backoff after a loss.
+            let Some(at) = sched.queue.iter().position(|work| work.ready(now)) else {
+                continue;
+            };
+            let task = sched.queue.remove(at).expect("present");
             sched.running += 1;
             let job = sched.job.clone();
             let more = !sched.queue.is_empty();
@@ -844,7 +852,14 @@ impl Shared {
         }
         metrics::counter!("xccd_tasks_total").increment(1);
         if !settlement.requeue.is_empty() {
-            self.enqueue(state, job.id, settlement.requeue, true);
+            let mut requeue = settlement.requeue;
+            if let Some(backoff) = settlement.backoff {
+                let at = Instant::now() + backoff;
+                for work in &mut requeue {
+                    work.not_before = Some(at);
+                }
+            }
+            self.enqueue(state, job.id, requeue, true);
         }
         self.snapshot_if_quiet(state, job.id);
         self.settle(state, job.id);
@@ -1046,9 +1061,34 @@ impl Pool {
         stats: &Stats,
         settlement: Settlement,
     ) {
+        let backoff = settlement.backoff;
         let state = self.book_remote_run(lease, job, stats, settlement);
         drop(state);
         self.shared.wake_all();
+        if let Some(backoff) = backoff {
+            self.wake_after(backoff);
+        }
+    }
+
+    /// Wakes whoever waits for work once `after` has passed: a lost task's
+    /// backoff is over (nothing else may happen meanwhile to wake them).
+    fn wake_after(&self, after: Duration) {
+        let shared = self.shared.clone();
+        let timer = std::thread::Builder::new()
+            .name("xccd-backoff".into())
+            .spawn(move || {
+                // A hair past the backoff, so that the task is ready.
+                std::thread::sleep(after + Duration::from_millis(1));
+                let state = shared.state.locked();
+                shared.refresh(&state);
+                drop(state);
+                shared.wake_all();
+            });
+        if let Err(e) = timer {
+            // The task still runs at the next wake of the pool (a job's
+            // event, a worker joining): late, never lost.
+            tracing::warn!(error = %e, "no timer thread for a backoff");
+        }
     }
 
     /// Forgets remote run `lease` and books its end; the pool's lock, still
