@@ -608,6 +608,131 @@ async fn crashing_workers_fail_the_job(at: &str, name: &str) {
     server.shutdown().await.expect("clean shutdown");
 }
 
+/// Checks that `status` says no worker was there: UNAVAILABLE, with an
+/// ErrorInfo NO_WORKERS and a RetryInfo.
+fn assert_no_workers(status: &Status) {
+    use tonic_types::StatusExt;
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    let details = status.get_error_details();
+    let info = details.error_info().expect("an ErrorInfo");
+    assert_eq!(info.reason, "NO_WORKERS");
+    let retry = details.retry_info().expect("a RetryInfo");
+    assert!(retry.retry_delay.is_some_and(|d| d > Duration::ZERO));
+}
+
+/// With no worker connected, a search's progress says it waits for one; a
+/// Solve or an Enumerate ends UNAVAILABLE (NO_WORKERS, RetryInfo) after the
+/// server's grace rather than at the client's deadline, and a submitted job
+/// waits on and runs once a worker comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_worker_calls_say_so_and_end_unavailable_after_the_grace() {
+    let _serial = SERIAL.lock().await;
+    let grace = Duration::from_secs(1);
+    let server = start(ServeConfig {
+        listen: any_port(),
+        worker_listen: Some(any_port()),
+        pool: PoolConfig {
+            threads: 0,
+            no_worker_grace: grace,
+            ..PoolConfig::default()
+        },
+        cluster: ClusterConfig {
+            heartbeat_interval: Duration::from_millis(100),
+            lease_timeout: Duration::from_secs(2),
+            token: Some(token()),
+            ..ClusterConfig::default()
+        },
+        ..ServeConfig::default()
+    })
+    .await
+    .unwrap();
+    let text = instance("queens8");
+    let mut client = connect(server.addr).await;
+    let started = Instant::now();
+    let mut stream = open(&mut client, &text, false).await;
+    let mut waiting = 0;
+    let status = loop {
+        match stream.message().await {
+            Ok(Some(message)) => {
+                // Until the job ends (its last progress is of an ended job).
+                if let Some(Event::Progress(p)) = message.event {
+                    if p.elapsed_seconds < grace.as_secs_f64() {
+                        assert!(p.waiting && p.waiting_for.contains("no worker"), "{p:?}");
+                        waiting += 1;
+                    }
+                }
+            }
+            Ok(None) => panic!("the stream ended OK with no worker"),
+            Err(status) => break status,
+        }
+    };
+    let waited = started.elapsed();
+    assert_no_workers(&status);
+    assert!(waiting >= 1, "no progress said it was waiting");
+    assert!(
+        waited >= grace && waited < Duration::from_secs(30),
+        "ended after {waited:?}"
+    );
+    let status = client
+        .solve(pb::SolveRequest {
+            problem: enumerate_request(&text, false).problem,
+            ..Default::default()
+        })
+        .await
+        .expect_err("no worker to solve it");
+    assert_no_workers(&status);
+    // A submitted job waits past the grace, saying why, and runs once a
+    // worker joins.
+    let job_id = client
+        .submit_job(pb::SubmitJobRequest {
+            problem: enumerate_request(&text, false).problem,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    tokio::time::sleep(grace + Duration::from_millis(500)).await;
+    let get = pb::GetJobRequest {
+        job_id,
+        max_solutions: 1,
+    };
+    let job = client
+        .get_job(get.clone())
+        .await
+        .unwrap()
+        .into_inner()
+        .job
+        .unwrap();
+    assert_ne!(job.state, pb::JobState::Done as i32, "{job:?}");
+    assert!(
+        job.progress.is_some_and(|p| p.waiting),
+        "waiting for a worker"
+    );
+    let worker = InProcessWorker::start(server.worker_addr.unwrap());
+    let start = Instant::now();
+    let job = loop {
+        let job = client
+            .get_job(get.clone())
+            .await
+            .unwrap()
+            .into_inner()
+            .job
+            .unwrap();
+        if job.state == pb::JobState::Done as i32 {
+            break job;
+        }
+        assert!(start.elapsed() < SEARCH, "the job ran once a worker came");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let summary = job.summary.expect("a summary");
+    assert_eq!(summary.reason, pb::EndReason::Complete as i32);
+    assert_eq!(summary.solutions, all_solutions(&parse(&text)).len() as u64);
+    assert!(!job.progress.is_some_and(|p| p.waiting));
+    worker.stop().await;
+    server.shutdown().await.expect("clean shutdown");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_drains_on_sigterm_and_loses_nothing() {
     let _serial = SERIAL.lock().await;

@@ -113,14 +113,18 @@ pub enum Failure {
     /// The job outgrew a limit of the server (the bytes its stored
     /// solutions may take).
     Exhausted(String),
+    /// No worker was there to run it (a coordinator whose remote workers
+    /// are all gone): worth trying again later.
+    NoWorkers(String),
 }
 
 impl Failure {
     pub fn message(&self) -> &str {
         match self {
-            Failure::Lost(message) | Failure::Broken(message) | Failure::Exhausted(message) => {
-                message
-            }
+            Failure::Lost(message)
+            | Failure::Broken(message)
+            | Failure::Exhausted(message)
+            | Failure::NoWorkers(message) => message,
         }
     }
 }

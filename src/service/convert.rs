@@ -412,6 +412,7 @@ pub fn failure(s: &Summary) -> Option<tonic::Status> {
         Some(Failure::Lost(message)) => tonic::Status::aborted(message.clone()),
         Some(Failure::Broken(message)) => tonic::Status::internal(message.clone()),
         Some(Failure::Exhausted(message)) => status::exhausted("JOB_STORE_LIMIT", message.clone()),
+        Some(Failure::NoWorkers(message)) => status::no_workers(message.clone()),
         None => tonic::Status::internal("the search failed"),
     })
 }
@@ -429,6 +430,8 @@ pub fn progress(p: &Progress) -> pb::Progress {
         workers_busy: p.workers_busy as u32,
         workers_total: p.workers_total as u32,
         elapsed: Some(duration(p.elapsed)),
+        waiting_for: p.waiting_for.unwrap_or_default().to_string(),
+        waiting: p.waiting_for.is_some(),
     }
 }
 

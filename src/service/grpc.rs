@@ -231,6 +231,7 @@ impl SolverService for SolverApi {
                 },
                 owner: caller.clone(),
                 class: Class::Interactive,
+                waits_on_call: true,
                 ..JobSpec::default()
             },
         )?;
@@ -330,6 +331,7 @@ impl SolverService for SolverApi {
                 max_nodes: nonzero(req.max_nodes),
                 delivery,
                 owner: caller.clone(),
+                waits_on_call: true,
                 ..JobSpec::default()
             },
         )?;
@@ -843,7 +845,7 @@ impl StoredWatch {
             if ended || Instant::now() >= next_progress {
                 let progress = match (&self.entry, &message) {
                     (Entry::Live(job), _) => Some(convert::progress(&self.pool.progress(job))),
-                    (_, Some(message)) => message.progress,
+                    (_, Some(message)) => message.progress.clone(),
                     _ => None,
                 };
                 if let Some(progress) = progress {
@@ -1084,7 +1086,7 @@ async fn replay(
         })),
         None => {}
     }
-    events.extend(record.message.progress.map(E::Progress));
+    events.extend(record.message.progress.clone().map(E::Progress));
     events.extend(record.message.summary.clone().map(E::Summary));
     for event in events {
         if tx

@@ -92,7 +92,18 @@ pub struct PoolConfig {
     /// Smaller splits small searches finer and answers sooner; each look
     /// costs about as much as a node.
     pub poll_nodes: u64,
+    /// With no worker at all (a coordinator whose remote workers are all
+    /// gone), how long a job a call waits on (`JobSpec::waits_on_call`)
+    /// waits before it fails with NO_WORKERS.
+    pub no_worker_grace: Duration,
 }
+
+/// The default of [`PoolConfig::no_worker_grace`].
+pub const NO_WORKER_GRACE: Duration = Duration::from_secs(10);
+/// How often a pool with no local thread looks for jobs waiting for workers.
+const WAITING_LOOK: Duration = Duration::from_millis(250);
+/// What a job with no worker to run it waits for (`Progress::waiting_for`).
+pub const NO_WORKERS: &str = "no worker is connected";
 
 impl Default for PoolConfig {
     fn default() -> Self {
@@ -103,6 +114,7 @@ impl Default for PoolConfig {
             max_jobs_per_caller: 64,
             max_attempts: 3,
             poll_nodes: POLL_NODES,
+            no_worker_grace: NO_WORKER_GRACE,
         }
     }
 }
@@ -193,6 +205,9 @@ struct State {
     /// lease has not yet ended.
     yielding: usize,
     shutdown: bool,
+    /// Since when the pool has had no worker at all (no local thread, no
+    /// remote slot), if it has none.
+    workerless_since: Option<Instant>,
 }
 
 struct Shared {
@@ -204,6 +219,7 @@ struct Shared {
     max_jobs_per_caller: usize,
     max_attempts: u32,
     poll_nodes: u64,
+    no_worker_grace: Duration,
     next_id: AtomicU64,
     /// An idle worker and no task to give it.
     hungry: AtomicBool,
@@ -242,7 +258,10 @@ impl Pool {
     pub fn new(config: PoolConfig) -> Pool {
         let threads = config.threads;
         let shared = Arc::new(Shared {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                workerless_since: (threads == 0).then(Instant::now),
+                ..State::default()
+            }),
             work: Condvar::new(),
             threads,
             max_jobs: config.max_jobs.max(1),
@@ -250,6 +269,7 @@ impl Pool {
             max_jobs_per_caller: config.max_jobs_per_caller.max(1),
             max_attempts: config.max_attempts.max(1),
             poll_nodes: config.poll_nodes.clamp(1, MAX_POLL_NODES),
+            no_worker_grace: config.no_worker_grace,
             next_id: AtomicU64::new(1),
             hungry: AtomicBool::new(false),
             ready_jobs: AtomicUsize::new(0),
@@ -284,6 +304,25 @@ impl Pool {
                     .expect("spawn a worker thread")
             })
             .collect();
+        if threads == 0 {
+            // Only remote workers can run its tasks: someone must notice
+            // when there are none.
+            let shared = Arc::downgrade(&shared);
+            let spawned = std::thread::Builder::new()
+                .name("xccd-no-workers".into())
+                .spawn(move || {
+                    while let Some(shared) = shared.upgrade() {
+                        if !shared.look_for_waiting_jobs() {
+                            return;
+                        }
+                        drop(shared);
+                        std::thread::sleep(WAITING_LOOK);
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::warn!(error = %e, "no thread to watch for jobs waiting for workers");
+            }
+        }
         Pool {
             shared,
             threads: Mutex::new(handles),
@@ -467,6 +506,9 @@ impl Pool {
                 }
                 progress.tasks_queued = sched.queue.len();
                 progress.tasks_running = sched.running;
+                if total == 0 && sched.running == 0 {
+                    progress.waiting_for = Some(NO_WORKERS);
+                }
                 progress.tasks_done = sched.tasks_done;
                 progress.fraction_done = job.monotone_fraction(done);
             }
@@ -823,6 +865,50 @@ fn remote_can_run(spec: &JobSpec) -> bool {
 }
 
 impl Shared {
+    /// With no worker at all: counts the jobs waiting for one (metric
+    /// `xccd_jobs_waiting{reason="no_workers"}`) and fails those a call
+    /// waits on that waited the grace (NO_WORKERS: the caller learns it now
+    /// and may retry, rather than at its deadline). False once the pool
+    /// shuts down.
+    fn look_for_waiting_jobs(&self) -> bool {
+        let mut state = self.state.locked();
+        if state.shutdown {
+            return false;
+        }
+        let Some(since) = state.workerless_since else {
+            metrics::gauge!("xccd_jobs_waiting", "reason" => "no_workers").set(0.0);
+            return true;
+        };
+        let now = Instant::now();
+        let mut waiting = 0;
+        let mut expired = Vec::new();
+        for (&id, sched) in &state.jobs {
+            if sched.running > 0 || sched.job.is_stopping() {
+                continue;
+            }
+            waiting += 1;
+            let from = since.max(sched.job.started);
+            if sched.job.spec.waits_on_call
+                && now.saturating_duration_since(from) >= self.no_worker_grace
+            {
+                expired.push(id);
+            }
+        }
+        metrics::gauge!("xccd_jobs_waiting", "reason" => "no_workers").set(waiting as f64);
+        for id in expired {
+            if let Some(sched) = state.jobs.get(&id) {
+                tracing::warn!(job = id, "no worker within the grace: the job fails");
+                sched.job.fail(Failure::NoWorkers(format!(
+                    "no worker is connected to run the search (waited {:.1} s); try again later",
+                    self.no_worker_grace.as_secs_f64()
+                )));
+            }
+            self.settle(&mut state, id);
+        }
+        self.refresh(&state);
+        true
+    }
+
     /// Books a settled run of a task of `job` (see [`Ledger::settle`]) and
     /// its statistics, and ends the job if that was its last work. The
     /// run's nodes join the job's books under the lock that also ends the
@@ -991,6 +1077,9 @@ impl Pool {
         let mut state = self.shared.state.locked();
         state.remote_slots += slots;
         state.idle += slots;
+        if state.remote_slots > 0 {
+            state.workerless_since = None;
+        }
         self.shared.refresh(&state);
     }
 
@@ -1000,6 +1089,9 @@ impl Pool {
         let mut state = self.shared.state.locked();
         state.remote_slots -= slots;
         state.idle -= idle;
+        if self.shared.threads + state.remote_slots == 0 && state.workerless_since.is_none() {
+            state.workerless_since = Some(Instant::now());
+        }
         self.shared.refresh(&state);
     }
 
