@@ -132,6 +132,11 @@ struct WorkerProcess {
 
 impl WorkerProcess {
     fn start(addr: SocketAddr, name: &str) -> WorkerProcess {
+        WorkerProcess::start_with(addr, name, &[])
+    }
+
+    /// A worker with more environment (a test-only fault).
+    fn start_with(addr: SocketAddr, name: &str, env: &[(&str, &str)]) -> WorkerProcess {
         let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cluster-{name}.log"));
         let child = Command::new(XCCD)
             .args([
@@ -144,6 +149,7 @@ impl WorkerProcess {
             .args(["--name", name])
             .env("RUST_LOG", "info")
             .env("XCCD_WORKER_TOKEN", TOKEN)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(log).expect("a log file"))
@@ -462,6 +468,269 @@ async fn killed_stalled_and_late_workers_change_nothing() {
         lost >= 2,
         "no run was lost ({lost}): the faults missed the searches"
     );
+}
+
+/// The count of a problem, from the engine in this process.
+fn in_process_count(text: &str) -> u64 {
+    Solver::new(&parse(text))
+        .run(
+            &Task::root(),
+            &RunConfig::default(),
+            &mut xccd::xcc::CountOnly,
+        )
+        .expect("the root task is valid")
+        .stats
+        .solutions
+}
+
+/// Restarts the workers that died (a test-only fault crashes them); how many.
+fn restart_dead(workers: &mut [WorkerProcess], addr: SocketAddr, env: &[(&str, &str)]) -> usize {
+    let mut restarted = 0;
+    for worker in workers.iter_mut() {
+        if worker
+            .child
+            .try_wait()
+            .expect("a worker's status")
+            .is_some()
+        {
+            let name = format!("{}+", worker.name);
+            *worker = WorkerProcess::start_with(addr, &name, env);
+            restarted += 1;
+        }
+    }
+    restarted
+}
+
+/// The poison rule tells workers killed from outside from a task that kills
+/// them (issue 24): with the default `max_attempts` (3), `kill -9` from
+/// outside again and again during a count (each worker restarted) loses
+/// runs wherever they are, and the count still ends exact and complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_killed_from_outside_again_and_again_do_not_fail_a_count() {
+    let _serial = SERIAL.lock().await;
+    let server = coordinator(any_port(), any_port(), Duration::from_millis(600), 3).await;
+    let worker_addr = server.worker_addr.expect("a worker listener");
+    let pool = server.pool.clone();
+    let mut workers: Vec<WorkerProcess> = (1..=3)
+        .map(|i| WorkerProcess::start(worker_addr, &format!("chaos-{i}")))
+        .collect();
+    wait_for("three workers join", Duration::from_secs(30), || {
+        pool.remote_slots() == 3
+    })
+    .await;
+    let text = instance("queens15");
+    let expected = tokio::task::spawn_blocking({
+        let text = text.clone();
+        move || in_process_count(&text)
+    });
+    let mut client = connect(server.addr).await;
+    let stream = open(&mut client, &text, true).await;
+    let reading = tokio::spawn(drain(stream));
+    let mut rng = Rng::new(24);
+    let (mut kills, mut started) = (0, 3);
+    while !reading.is_finished() && kills < 16 {
+        tokio::time::sleep(Duration::from_millis(150 + rng.below(300))).await;
+        if reading.is_finished() {
+            break;
+        }
+        let victim = rng.below(workers.len() as u64) as usize;
+        workers[victim].kill9();
+        started += 1;
+        workers[victim] = WorkerProcess::start(worker_addr, &format!("chaos-{started}"));
+        kills += 1;
+        eprintln!("kill -9 {victim}, active jobs {}", pool.active_jobs());
+    }
+    let (delivered, status) = reading.await.unwrap();
+    let lost = pool.tasks_lost();
+    eprintln!("{kills} kills, {lost} runs lost");
+    assert!(status.is_none(), "{status:?}: {}", delivered.summary.error);
+    assert_eq!(delivered.summary.reason, pb::EndReason::Complete as i32);
+    assert_eq!(delivered.summary.solutions, expected.await.unwrap());
+    assert!(
+        kills >= 3 && lost >= 3,
+        "{kills} kills, {lost} runs lost: the faults missed the search"
+    );
+    server.shutdown().await.expect("clean shutdown");
+}
+
+/// A task that crashes every worker that runs it (a test-only fault: each
+/// worker aborts when a run passes a node count) still fails its job, with
+/// ABORTED, after `max_attempts` losses at the same point of its run: at
+/// once (before any heartbeat), and after a second of reports (the point
+/// then estimated from them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_crashes_every_worker_running_it_fails_its_job() {
+    let _serial = SERIAL.lock().await;
+    for (at, name) in [("30000", "queens13"), ("1000000", "queens15")] {
+        crashing_workers_fail_the_job(at, name).await;
+    }
+}
+
+async fn crashing_workers_fail_the_job(at: &str, name: &str) {
+    let server = coordinator(any_port(), any_port(), Duration::from_millis(600), 3).await;
+    let worker_addr = server.worker_addr.expect("a worker listener");
+    let pool = server.pool.clone();
+    let crash: &[(&str, &str)] = &[("XCCD_TEST_CRASH_AT_NODES", at)];
+    let mut workers: Vec<WorkerProcess> = (1..=3)
+        .map(|i| WorkerProcess::start_with(worker_addr, &format!("poisoned-{i}"), crash))
+        .collect();
+    wait_for("three workers join", Duration::from_secs(30), || {
+        pool.remote_slots() == 3
+    })
+    .await;
+    let mut client = connect(server.addr).await;
+    let stream = open(&mut client, &instance(name), true).await;
+    let reading = tokio::spawn(drain(stream));
+    let mut crashes = 0;
+    while !reading.is_finished() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        crashes += restart_dead(&mut workers, worker_addr, crash);
+    }
+    let (delivered, status) = reading.await.unwrap();
+    assert_eq!(
+        delivered.summary.reason,
+        pb::EndReason::Failed as i32,
+        "{name}, crash at {at}"
+    );
+    assert!(
+        delivered.summary.error.contains("at the same point"),
+        "{}",
+        delivered.summary.error
+    );
+    let status = status.expect("the stream ends with an error");
+    assert_eq!(status.code(), Code::Aborted, "{status:?}");
+    eprintln!(
+        "{name}, crash at {at}: {crashes} workers crashed: {}",
+        delivered.summary.error
+    );
+    assert!(crashes >= 3, "{crashes} workers crashed");
+    assert!(pool.tasks_lost() >= 3);
+    server.shutdown().await.expect("clean shutdown");
+}
+
+/// Checks that `status` says no worker was there: UNAVAILABLE, with an
+/// ErrorInfo NO_WORKERS and a RetryInfo.
+fn assert_no_workers(status: &Status) {
+    use tonic_types::StatusExt;
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    let details = status.get_error_details();
+    let info = details.error_info().expect("an ErrorInfo");
+    assert_eq!(info.reason, "NO_WORKERS");
+    let retry = details.retry_info().expect("a RetryInfo");
+    assert!(retry.retry_delay.is_some_and(|d| d > Duration::ZERO));
+}
+
+/// With no worker connected, a search's progress says it waits for one; a
+/// Solve or an Enumerate ends UNAVAILABLE (NO_WORKERS, RetryInfo) after the
+/// server's grace rather than at the client's deadline, and a submitted job
+/// waits on and runs once a worker comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_worker_calls_say_so_and_end_unavailable_after_the_grace() {
+    let _serial = SERIAL.lock().await;
+    let grace = Duration::from_secs(1);
+    let server = start(ServeConfig {
+        listen: any_port(),
+        worker_listen: Some(any_port()),
+        pool: PoolConfig {
+            threads: 0,
+            no_worker_grace: grace,
+            ..PoolConfig::default()
+        },
+        cluster: ClusterConfig {
+            heartbeat_interval: Duration::from_millis(100),
+            lease_timeout: Duration::from_secs(2),
+            token: Some(token()),
+            ..ClusterConfig::default()
+        },
+        ..ServeConfig::default()
+    })
+    .await
+    .unwrap();
+    let text = instance("queens8");
+    let mut client = connect(server.addr).await;
+    let started = Instant::now();
+    let mut stream = open(&mut client, &text, false).await;
+    let mut waiting = 0;
+    let status = loop {
+        match stream.message().await {
+            Ok(Some(message)) => {
+                // Until the job ends (its last progress is of an ended job).
+                if let Some(Event::Progress(p)) = message.event {
+                    if p.elapsed_seconds < grace.as_secs_f64() {
+                        assert!(p.waiting && p.waiting_for.contains("no worker"), "{p:?}");
+                        waiting += 1;
+                    }
+                }
+            }
+            Ok(None) => panic!("the stream ended OK with no worker"),
+            Err(status) => break status,
+        }
+    };
+    let waited = started.elapsed();
+    assert_no_workers(&status);
+    assert!(waiting >= 1, "no progress said it was waiting");
+    assert!(
+        waited >= grace && waited < Duration::from_secs(30),
+        "ended after {waited:?}"
+    );
+    let status = client
+        .solve(pb::SolveRequest {
+            problem: enumerate_request(&text, false).problem,
+            ..Default::default()
+        })
+        .await
+        .expect_err("no worker to solve it");
+    assert_no_workers(&status);
+    // A submitted job waits past the grace, saying why, and runs once a
+    // worker joins.
+    let job_id = client
+        .submit_job(pb::SubmitJobRequest {
+            problem: enumerate_request(&text, false).problem,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    tokio::time::sleep(grace + Duration::from_millis(500)).await;
+    let get = pb::GetJobRequest {
+        job_id,
+        max_solutions: 1,
+    };
+    let job = client
+        .get_job(get.clone())
+        .await
+        .unwrap()
+        .into_inner()
+        .job
+        .unwrap();
+    assert_ne!(job.state, pb::JobState::Done as i32, "{job:?}");
+    assert!(
+        job.progress.is_some_and(|p| p.waiting),
+        "waiting for a worker"
+    );
+    let worker = InProcessWorker::start(server.worker_addr.unwrap());
+    let start = Instant::now();
+    let job = loop {
+        let job = client
+            .get_job(get.clone())
+            .await
+            .unwrap()
+            .into_inner()
+            .job
+            .unwrap();
+        if job.state == pb::JobState::Done as i32 {
+            break job;
+        }
+        assert!(start.elapsed() < SEARCH, "the job ran once a worker came");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let summary = job.summary.expect("a summary");
+    assert_eq!(summary.reason, pb::EndReason::Complete as i32);
+    assert_eq!(summary.solutions, all_solutions(&parse(&text)).len() as u64);
+    assert!(!job.progress.is_some_and(|p| p.waiting));
+    worker.stop().await;
+    server.shutdown().await.expect("clean shutdown");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -30,7 +30,9 @@ use std::time::Instant;
 
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
-use xccd::run::{run_task, Batch, Control, Ledger, Port, RunEnd, RunSpec, Stop, Taken, Work};
+use xccd::run::{
+    run_task, Batch, Control, Ledger, Port, RunEnd, RunPoint, RunSpec, Stop, Taken, Work,
+};
 use xccd::xcc::problem::EntrySpec;
 use xccd::xcc::{
     Collect, Decision, Engine, Flow, Outcome, Problem, ProblemBuilder, ProgressView, Request,
@@ -1771,7 +1773,7 @@ fn run_with_losses(problem: &Problem, seed: u64, die: f64, give: f64, ck: f64) -
         let settlement = if died {
             lost += 1;
             assert_eq!(report.end, RunEnd::Stopped(Stop::Asked));
-            ledger.lose(u32::MAX)
+            ledger.lose(u32::MAX, RunPoint::default())
         } else {
             assert!(
                 matches!(report.end, RunEnd::Exhausted | RunEnd::Checkpointed(_)),

@@ -39,8 +39,8 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = EngineArg::Both)]
     pub engine: EngineArg,
     /// Measure the worker pool and the gRPC service instead (parallel
-    /// speedup, streaming, latency); --filter picks among speedup, stream,
-    /// latency.
+    /// speedup, streaming, latency, the job store, GetJob); --filter picks
+    /// among speedup, stream, latency, durable, getjob.
     #[arg(long)]
     pub service: bool,
     /// Measure the remote path instead: the in-process pool against a

@@ -5,7 +5,9 @@
 //!   loopback, one message each and packed, against counting them in
 //!   process on the same two workers;
 //! - latency: Solve calls on a sudoku while an enumeration keeps every
-//!   worker busy, against the goal of issue 14 (p99 within 10 ms).
+//!   worker busy, against the goal of issue 14 (p99 within 10 ms);
+//! - getjob: GetJob(max_solutions=1) on a job keeping 100,000 solutions,
+//!   and Solve(queens8) while two clients poll it (issue 24).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -142,6 +144,9 @@ pub fn run(set: &BenchSet, filter: Option<&str>, out: Rows) -> Result<(), CliErr
     }
     if wanted("durable") {
         runtime.block_on(durability(set, out))?;
+    }
+    if wanted("getjob") {
+        runtime.block_on(get_job(set, out))?;
     }
     Ok(())
 }
@@ -623,5 +628,166 @@ pub(super) async fn latency_on(
             "(the enumeration ended before the last call: the later calls ran on an idle pool)",
         );
     }
+    Ok(())
+}
+
+/// GetJob calls measured on their own, and Solve calls while it is polled.
+const GETJOB_CALLS: usize = 50;
+const POLLED_SOLVE_CALLS: usize = 200;
+/// Solutions the polled job keeps (the server's largest keep_solutions).
+const GETJOB_KEPT: u32 = 100_000;
+
+/// The p50 and p99 of `times` (sorted here), and the largest.
+fn percentiles(times: &mut [f64]) -> (f64, f64, f64) {
+    times.sort_by(f64::total_cmp);
+    let pct = |p: f64| times[((times.len() as f64 * p).ceil() as usize).clamp(1, times.len()) - 1];
+    (pct(0.50), pct(0.99), times[times.len() - 1])
+}
+
+/// GetJob(max_solutions=1) on a job keeping 100,000 solutions of latin5,
+/// on its own, and the latency of Solve(queens8) alone and while two
+/// clients poll that job: a reply's cost should follow what it returns.
+async fn get_job(set: &BenchSet, out: Rows) -> Result<(), CliError> {
+    let failed = |e: tonic::Status| CliError::Failed(e.to_string());
+    let (_, latin) = set.load("latin5")?;
+    let (_, queens) = set.load("queens8")?;
+    let server = start_server(2).await?;
+    let mut client = client(server.addr).await?;
+    let job_id = client
+        .submit_job(pb::SubmitJobRequest {
+            problem: dlx(latin),
+            keep_solutions: GETJOB_KEPT,
+            ..Default::default()
+        })
+        .await
+        .map_err(failed)?
+        .into_inner()
+        .job_id;
+    let get = pb::GetJobRequest {
+        job_id: job_id.clone(),
+        max_solutions: 1,
+    };
+    loop {
+        let job = client
+            .get_job(get.clone())
+            .await
+            .map_err(failed)?
+            .into_inner();
+        if job
+            .job
+            .is_some_and(|j| j.state == pb::JobState::Done as i32)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut alone = Vec::new();
+    for _ in 0..GETJOB_CALLS {
+        let start = Instant::now();
+        let reply = client
+            .get_job(get.clone())
+            .await
+            .map_err(failed)?
+            .into_inner();
+        alone.push(start.elapsed().as_secs_f64() * 1e3);
+        if reply.solutions.len() != 1 {
+            return Err(CliError::Failed(format!(
+                "GetJob(max_solutions=1) returned {} solutions",
+                reply.solutions.len()
+            )));
+        }
+    }
+    let solve = |client: SolverServiceClient<tonic::transport::Channel>, calls: usize| {
+        let queens = queens.clone();
+        async move {
+            let mut client = client;
+            let mut times = Vec::new();
+            for _ in 0..calls {
+                let start = Instant::now();
+                let reply = client
+                    .solve(pb::SolveRequest {
+                        problem: dlx(queens.clone()),
+                        ..Default::default()
+                    })
+                    .await
+                    .map_err(failed)?
+                    .into_inner();
+                times.push(start.elapsed().as_secs_f64() * 1e3);
+                if reply.solutions.len() != 1 {
+                    return Err(CliError::Failed("queens8: expected one solution".into()));
+                }
+            }
+            Ok(times)
+        }
+    };
+    let mut quiet = solve(client.clone(), POLLED_SOLVE_CALLS).await?;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut pollers = Vec::new();
+    for _ in 0..2 {
+        let mut poller = self::client(server.addr).await?;
+        let (stop, get) = (stop.clone(), get.clone());
+        pollers.push(tokio::spawn(async move {
+            let mut polls = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if poller.get_job(get.clone()).await.is_err() {
+                    break;
+                }
+                polls += 1;
+            }
+            polls
+        }));
+    }
+    let polled = solve(client.clone(), POLLED_SOLVE_CALLS).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut polls = 0;
+    for poller in pollers {
+        polls += poller.await.unwrap_or(0);
+    }
+    let mut polled = polled?;
+    let _ = server.shutdown().await;
+    let (get_p50, get_p99, get_max) = percentiles(&mut alone);
+    let (quiet_p50, quiet_p99, _) = percentiles(&mut quiet);
+    let (polled_p50, polled_p99, polled_max) = percentiles(&mut polled);
+    out.row(
+        "getjob",
+        json!({
+            "instance": "latin5",
+            "kept": GETJOB_KEPT,
+            "getjob_calls": GETJOB_CALLS,
+            "getjob_p50_ms": num(get_p50),
+            "getjob_p99_ms": num(get_p99),
+            "getjob_max_ms": num(get_max),
+            "solve": "queens8",
+            "solve_calls": POLLED_SOLVE_CALLS,
+            "solve_p50_ms": num(quiet_p50),
+            "solve_p99_ms": num(quiet_p99),
+            "polled_solve_p50_ms": num(polled_p50),
+            "polled_solve_p99_ms": num(polled_p99),
+            "polled_solve_max_ms": num(polled_max),
+            "polls": polls,
+        }),
+    );
+    out.text("");
+    out.text(format_args!(
+        "GetJob(max_solutions=1) on a job keeping {GETJOB_KEPT} solutions (latin5), and \
+         Solve(queens8) alone and while 2 clients poll it"
+    ));
+    out.text(format_args!(
+        "{:<22} {:>6} {:>8} {:>8} {:>8}",
+        "call", "calls", "p50 ms", "p99 ms", "max ms"
+    ));
+    out.text(format_args!(
+        "{:<22} {:>6} {:>8.2} {:>8.2} {:>8.2}",
+        "GetJob", GETJOB_CALLS, get_p50, get_p99, get_max
+    ));
+    out.text(format_args!(
+        "{:<22} {:>6} {:>8.2} {:>8.2} {:>8}",
+        "Solve(queens8)", POLLED_SOLVE_CALLS, quiet_p50, quiet_p99, ""
+    ));
+    out.text(format_args!(
+        "{:<22} {:>6} {:>8.2} {:>8.2} {:>8.2}",
+        "Solve(queens8), polled", POLLED_SOLVE_CALLS, polled_p50, polled_p99, polled_max
+    ));
+    out.text(format_args!("({polls} GetJob polls meanwhile)"));
     Ok(())
 }

@@ -36,9 +36,15 @@ pub struct ServeArgs {
     /// its task is taken back and run elsewhere.
     #[arg(long, env = "XCCD_STALL_TIMEOUT", default_value_t = 30.0)]
     pub stall_timeout: f64,
-    /// A task lost with its worker this many times fails its job.
+    /// A task lost with its worker this many times in a row, at the same
+    /// point of its run, fails its job.
     #[arg(long, env = "XCCD_MAX_ATTEMPTS", default_value_t = 3)]
     pub max_attempts: u32,
+    /// Seconds a Solve or Enumerate waits while no worker is connected (a
+    /// coordinator with --threads 0) before it ends UNAVAILABLE
+    /// (NO_WORKERS); submitted jobs wait as long as it takes.
+    #[arg(long, env = "XCCD_NO_WORKER_GRACE", default_value_t = 10.0)]
+    pub no_worker_grace: f64,
     /// Nodes a running task explores between two looks at its job (stop,
     /// give-away, time slice), on local threads and remote workers.
     #[arg(long, env = "XCCD_POLL_NODES", default_value_t = xccd::service::pool::POLL_NODES,
@@ -212,6 +218,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
             )))
         }
     };
+    pool.no_worker_grace = seconds("no-worker-grace", args.no_worker_grace)?;
     let cluster = ClusterConfig {
         heartbeat_interval: seconds("heartbeat-interval", args.heartbeat_interval)?,
         lease_timeout: seconds("lease-timeout", args.lease_timeout)?,

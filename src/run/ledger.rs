@@ -11,18 +11,27 @@
 //! given away before, and the tasks it queues carry the cuts it recorded,
 //! not the ones a run claims.
 
+use std::time::{Duration, Instant};
+
 use super::{RunEnd, SideCondition, Stop};
 use crate::xcc::problem::Verifier;
 use crate::xcc::{Cut, Task, ALL};
 
 /// A task as the scheduler queues it: the subtree, how many of its
-/// solutions earlier runs delivered (a rerun skips them), and how many
-/// times it was lost with its worker.
+/// solutions earlier runs delivered (a rerun skips them), and what its
+/// losses with workers tell (see [`Ledger::lose`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Work {
     pub task: Task,
     pub skip: u64,
+    /// Losses in a row at the same point of the run (see [`Ledger::lose`]).
     pub attempts: u32,
+    /// Every loss of the task with a worker, wherever it happened.
+    pub losses: u32,
+    /// Where its last run was lost, if one was.
+    pub lost_at: Option<RunPoint>,
+    /// After a loss: not to be handed out before then (backoff).
+    pub not_before: Option<Instant>,
 }
 
 impl Work {
@@ -32,9 +41,46 @@ impl Work {
             task,
             skip: 0,
             attempts: 0,
+            losses: 0,
+            lost_at: None,
+            not_before: None,
         }
     }
+
+    /// Whether it may be handed out at `now` (no backoff, or it is over).
+    pub fn ready(&self, now: Instant) -> bool {
+        self.not_before.is_none_or(|at| at <= now)
+    }
 }
+
+/// Where a lost run was, as far as its reports tell: the range of node
+/// counts it was lost within (the coordinator's estimate from the nodes its
+/// heartbeats reported, their rate and when the connection broke). A run
+/// that never reported is at 0..=0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunPoint {
+    pub low: u64,
+    pub high: u64,
+}
+
+impl RunPoint {
+    /// Whether two runs of a task may have been lost at the same node: a
+    /// task's tree is the same on every run (the engines are deterministic),
+    /// so a task that crashes its worker does it at one node, which each
+    /// run's range holds.
+    pub fn same(&self, other: &RunPoint) -> bool {
+        self.low <= other.high && other.low <= self.high
+    }
+}
+
+/// The first pause before a lost task runs again; it doubles with each
+/// loss at the same point, up to [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+pub const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// A task lost this many times `max_attempts`, wherever, fails its job too:
+/// a fault that moves (a crash at a node whose position shifts as the
+/// task's cuts grow) must not loop forever.
+pub const LOSSES_PER_ATTEMPT: u32 = 4;
 
 /// A report that cannot be right.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -70,6 +116,9 @@ pub enum Failure {
     /// A run could not get the memory its search needs (see
     /// [`RunEnd::OutOfMemory`]).
     Memory(String),
+    /// No worker was there to run it (a coordinator whose remote workers
+    /// are all gone): worth trying again later.
+    NoWorkers(String),
 }
 
 impl Failure {
@@ -78,7 +127,8 @@ impl Failure {
             Failure::Lost(message)
             | Failure::Broken(message)
             | Failure::Exhausted(message)
-            | Failure::Memory(message) => message,
+            | Failure::Memory(message)
+            | Failure::NoWorkers(message) => message,
         }
     }
 }
@@ -96,6 +146,8 @@ pub struct Settlement {
     pub lost: bool,
     /// The run stopped at a limit of its own (the job should stop too).
     pub stop: Option<Stop>,
+    /// A lost run's task is to wait this long before it runs again.
+    pub backoff: Option<Duration>,
 }
 
 /// The books of one run of a task (see the module's documentation).
@@ -218,23 +270,59 @@ impl Ledger {
         Ok(settlement)
     }
 
-    /// The run was lost with its worker: its task runs again (with its cuts
-    /// and what it delivered), unless it was lost `max_attempts` times.
-    pub fn lose(&self, max_attempts: u32) -> Settlement {
+    /// The run was lost with its worker, at `at`: its task runs again (with
+    /// its cuts and what it delivered) after a backoff, unless the loss
+    /// shows the task itself is what kills its workers.
+    ///
+    /// The rule: a job fails only for a task that keeps failing where it
+    /// runs. A worker is lost to a crash, an OOM kill or a stop from
+    /// outside alike (a broken stream or silence: nothing tells them
+    /// apart), but a task's run is deterministic, so a task that crashes
+    /// its worker does it at the same node on every run, while kills and
+    /// partitions from outside strike where the run happens to be. So a loss
+    /// counts as an attempt only if it came at the same point of the run as
+    /// the loss before it ([`RunPoint::same`]); a loss elsewhere starts the
+    /// count again at 1. `max_attempts` losses in a row at one point fail
+    /// the job, and so do `LOSSES_PER_ATTEMPT` times as many wherever they
+    /// are (a point that moves). A run lost before it reported anything is
+    /// at point 0: a task that kills its workers at once looks like that,
+    /// so such losses count, which kills from outside only match by
+    /// hitting the same task before its first heartbeat, again and again.
+    /// Between attempts the task waits (0.2 s, doubling with each attempt
+    /// at one point, at most 10 s), so that a burst of losses (a rolling
+    /// restart, a flapping network) does not spend every attempt at once,
+    /// and a poison task does not take down one worker after another at
+    /// full speed. A lease handed back (refused, drained) is no loss.
+    pub fn lose(&self, max_attempts: u32, at: RunPoint) -> Settlement {
         let mut work = self.rerun();
-        work.attempts += 1;
+        work.losses += 1;
+        work.attempts = match work.lost_at {
+            Some(before) if !before.same(&at) => 1,
+            _ => work.attempts + 1,
+        };
+        work.lost_at = Some(at);
         let mut settlement = Settlement {
             lost: true,
             ..Settlement::default()
         };
         if work.attempts >= max_attempts {
             settlement.failure = Some(Failure::Lost(format!(
+                "the task {} was lost with its worker {} times, each time at the same point of its \
+                 run (near node {}); the job is stopped rather than crash more workers",
+                describe(&work.task),
+                work.attempts,
+                at.low
+            )));
+        } else if work.losses >= max_attempts.saturating_mul(LOSSES_PER_ATTEMPT) {
+            settlement.failure = Some(Failure::Lost(format!(
                 "the task {} was lost with its worker {} times; the job is stopped rather than \
                  crash more workers",
                 describe(&work.task),
-                work.attempts
+                work.losses
             )));
         } else {
+            let doublings = (work.attempts - 1).min(16);
+            settlement.backoff = Some((FIRST_BACKOFF * (1 << doublings)).min(MAX_BACKOFF));
             settlement.requeue.push(work);
         }
         settlement
@@ -397,7 +485,7 @@ mod tests {
         // whole task would.
         let deeper = ledger.gave_away(task(&[1, 3], 1, 2, 0.01), 0).unwrap();
         assert!(deeper.cuts.is_empty());
-        let lost = ledger.lose(3);
+        let lost = ledger.lose(3, RunPoint::default());
         assert_eq!(lost.requeue.len(), 1);
         assert_eq!(lost.requeue[0].task.cuts.len(), 2);
         assert!((lost.requeue[0].task.weight - (0.5 - 0.26)).abs() < 1e-12);
@@ -444,10 +532,63 @@ mod tests {
         assert_eq!(stopped.stop, Some(Stop::NodeLimit));
         let failed = ledger.settle(RunEnd::Failed("boom".into()), 0).unwrap();
         assert_eq!(failed.failure, Some(Failure::Broken("boom".into())));
-        let lost = ledger.lose(1);
+        let lost = ledger.lose(1, RunPoint::default());
         assert!(lost.requeue.is_empty() && lost.lost);
         assert!(
             matches!(lost.failure, Some(Failure::Lost(m)) if m.contains("lost with its worker 1 times"))
         );
+    }
+
+    /// Runs the lost runs at `points` one after another, each from the
+    /// task the loss before it queued; the settlement of the last.
+    fn lose_at(max_attempts: u32, points: &[(u64, u64)]) -> Vec<Settlement> {
+        let mut work = Work::new(task(&[], 0, ALL, 1.0));
+        let mut settlements = Vec::new();
+        for &(low, high) in points {
+            let lost = Ledger::new(work.clone()).lose(max_attempts, RunPoint { low, high });
+            if let Some(next) = lost.requeue.first() {
+                work = next.clone();
+            }
+            settlements.push(lost);
+        }
+        settlements
+    }
+
+    #[test]
+    fn only_losses_at_the_same_point_fail_a_job() {
+        // Killed from outside, wherever the run was: never fails.
+        let scattered: Vec<(u64, u64)> = (0..11)
+            .map(|i| ((i % 2) * 50_000 + i * 1000, 2000))
+            .collect();
+        let lost = lose_at(3, &scattered);
+        assert!(lost
+            .iter()
+            .all(|s| s.failure.is_none() && s.requeue.len() == 1));
+        assert!(lost.iter().all(|s| s.backoff == Some(FIRST_BACKOFF)));
+        // Crashing near one node (reported within a step): the third fails.
+        let lost = lose_at(3, &[(9_000, 10_500), (10_000, 11_500), (8_700, 10_200)]);
+        assert_eq!(lost[0].backoff, Some(FIRST_BACKOFF));
+        assert_eq!(lost[1].backoff, Some(FIRST_BACKOFF * 2));
+        assert_eq!(lost[1].requeue[0].attempts, 2);
+        assert!(
+            matches!(&lost[2].failure, Some(Failure::Lost(m)) if m.contains("lost with its worker 3 times")),
+            "{:?}",
+            lost[2].failure
+        );
+        // Before any report, every time: counted (point 0).
+        let lost = lose_at(3, &[(0, 0); 3]);
+        assert!(lost[2].failure.is_some());
+        // A run that got elsewhere starts the count again.
+        let lost = lose_at(3, &[(0, 0), (0, 0), (40_000, 41_000), (40_500, 41_500)]);
+        assert!(lost.iter().all(|s| s.failure.is_none()));
+        assert_eq!(lost[3].requeue[0].attempts, 2);
+        // A point that moves still ends: 4 x max_attempts losses.
+        let moving: Vec<(u64, u64)> = (0..12).map(|i| (i * 10_000, i * 10_000 + 100)).collect();
+        let lost = lose_at(3, &moving);
+        assert!(lost[..11].iter().all(|s| s.failure.is_none()));
+        assert!(lost[11].failure.is_some() && lost[11].requeue.is_empty());
+        // The backoff doubles and is bounded.
+        let lost = lose_at(100, &[(5, 5); 30]);
+        assert_eq!(lost[29].backoff, Some(MAX_BACKOFF));
     }
 }

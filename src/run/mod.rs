@@ -33,7 +33,7 @@ mod runner;
 mod solutions;
 
 pub use condition::SideCondition;
-pub use ledger::{verify_solution, Failure, Ledger, LedgerError, Settlement, Work};
+pub use ledger::{verify_solution, Failure, Ledger, LedgerError, RunPoint, Settlement, Work};
 pub use region::{check_task, Region};
 pub use runner::{
     run_root, run_task, Batch, Control, Port, RunEnd, RunReport, RunSpec, Stop, Taken,

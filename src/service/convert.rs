@@ -434,8 +434,10 @@ pub fn summary(s: &Summary) -> pb::Summary {
 /// - DEADLINE: DEADLINE_EXCEEDED; CANCELLED: CANCELLED;
 /// - FAILED: ABORTED when its tasks were lost with their workers too often
 ///   (try again), RESOURCE_EXHAUSTED (`JOB_STORE_LIMIT`) when it outgrew the
-///   store or (`SEARCH_MEMORY_LIMIT`) its search's memory, INTERNAL when a run failed (a bug: a panic, or a task that names
-///   no node).
+///   store or (`SEARCH_MEMORY_LIMIT`) its search's memory, UNAVAILABLE
+///   (`NO_WORKERS`, with a `RetryInfo`) when no worker came to run it,
+///   INTERNAL when a run failed (a bug: a panic, or a task that names no
+///   node).
 pub fn end_status(s: &Summary) -> Option<tonic::Status> {
     match s.reason {
         EndReason::Complete | EndReason::Limit | EndReason::NodeLimit => None,
@@ -459,6 +461,7 @@ pub fn end_status(s: &Summary) -> Option<tonic::Status> {
             Some(Failure::Memory(message)) => {
                 status::exhausted("SEARCH_MEMORY_LIMIT", message.clone())
             }
+            Some(Failure::NoWorkers(message)) => status::no_workers(message.clone()),
             None => tonic::Status::internal("the search failed"),
         }),
     }
@@ -488,6 +491,8 @@ pub fn progress(p: &Progress) -> pb::Progress {
         workers_busy: p.workers_busy as u32,
         workers_total: p.workers_total as u32,
         elapsed: Some(duration(p.elapsed)),
+        waiting_for: p.waiting_for.unwrap_or_default().to_string(),
+        waiting: p.waiting_for.is_some(),
     }
 }
 

@@ -270,6 +270,7 @@ pub fn resume_all(
             durable: true,
             engine: stored.request.engine,
             class: Class::Batch,
+            waits_on_call: false,
         };
         let job = pool
             .resume(

@@ -246,6 +246,7 @@ impl SolverService for SolverApi {
                 },
                 owner: caller.clone(),
                 class: Class::Interactive,
+                waits_on_call: true,
                 ..JobSpec::default()
             },
         )?;
@@ -345,6 +346,7 @@ impl SolverService for SolverApi {
                 max_nodes: nonzero(req.max_nodes),
                 delivery,
                 owner: caller.clone(),
+                waits_on_call: true,
                 ..JobSpec::default()
             },
         )?;
@@ -480,7 +482,14 @@ impl SolverService for SolverApi {
             Entry::Live(job) => job.spec.durable,
             Entry::Ended(record) => record.durable(),
         };
-        let mut solutions = match &entry {
+        // Only the window asked is copied and converted (a job may keep
+        // 100,000 solutions and a poller ask for one), and a large window
+        // off the runtime's threads, so that polling never stalls other calls.
+        let window = match req.max_solutions as usize {
+            0 => usize::MAX,
+            n => n,
+        };
+        let solutions = match &entry {
             _ if durable => {
                 let max = match req.max_solutions as usize {
                     0 => self.config.default_keep,
@@ -490,16 +499,33 @@ impl SolverService for SolverApi {
                 let problem = stored_problem(store.clone(), entry.clone()).await?;
                 stored_solutions(store, entry.id(), 0, max, Some(problem)).await?
             }
-            Entry::Live(job) => job
-                .kept_from(0)
-                .iter()
-                .map(|s| convert::solution(&job.problem, s, true))
-                .collect(),
-            Entry::Ended(record) => record.solutions.clone(),
+            Entry::Live(job) => {
+                let kept = job.kept(0, window);
+                let problem = job.problem.clone();
+                let large = kept.len() > INLINE_SOLUTIONS;
+                let convert = move || {
+                    Ok(kept
+                        .iter()
+                        .map(|s| convert::solution(&problem, s, true))
+                        .collect())
+                };
+                if large {
+                    blocking(convert).await?
+                } else {
+                    convert()?
+                }
+            }
+            Entry::Ended(record) => {
+                let record = record.clone();
+                let n = record.solutions.len().min(window);
+                let copy = move || Ok(record.solutions[..n].to_vec());
+                if n > INLINE_SOLUTIONS {
+                    blocking(copy).await?
+                } else {
+                    copy()?
+                }
+            }
         };
-        if req.max_solutions > 0 {
-            solutions.truncate(req.max_solutions as usize);
-        }
         Ok(Response::new(pb::GetJobResponse {
             job: Some(self.job_message(&entry)),
             solutions,
@@ -673,6 +699,11 @@ impl SolverService for SolverApi {
     }
 }
 
+/// Solutions a reply converts or copies on the async runtime's thread;
+/// more go to a blocking thread (a few microseconds each: a window this
+/// small costs less than the hand-over).
+const INLINE_SOLUTIONS: usize = 256;
+
 /// Runs store work off the async runtime's threads.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, Status> + Send + 'static,
@@ -829,7 +860,7 @@ impl StoredWatch {
             if ended || Instant::now() >= next_progress {
                 let progress = match (&self.entry, &message) {
                     (Entry::Live(job), _) => Some(convert::progress(&self.pool.progress(job))),
-                    (_, Some(message)) => message.progress,
+                    (_, Some(message)) => message.progress.clone(),
                     _ => None,
                 };
                 if let Some(progress) = progress {
@@ -1079,7 +1110,7 @@ async fn replay(
         })),
         None => {}
     }
-    events.extend(record.message.progress.map(E::Progress));
+    events.extend(record.message.progress.clone().map(E::Progress));
     events.extend(record.message.summary.clone().map(E::Summary));
     for event in events {
         if tx

@@ -65,6 +65,11 @@ pub struct JobSpec {
     pub engine: Engine,
     /// How the pool schedules and admits the job.
     pub class: Class,
+    /// A call (Solve, Enumerate) waits on the job: with no worker for the
+    /// pool's `no_worker_grace` it fails (NO_WORKERS) rather than wait for
+    /// the client's deadline. Submitted jobs wait for workers as long as
+    /// it takes.
+    pub waits_on_call: bool,
 }
 
 /// How the pool schedules a job and which admission limit it counts
@@ -95,6 +100,7 @@ impl Default for JobSpec {
             durable: false,
             engine: Engine::Links,
             class: Class::Batch,
+            waits_on_call: false,
         }
     }
 }
@@ -166,6 +172,8 @@ pub struct Progress {
     pub tasks_done: u64,
     pub workers_busy: usize,
     pub workers_total: usize,
+    /// What the job waits for before it can go on, if anything.
+    pub waiting_for: Option<&'static str>,
 }
 
 /// The bounded buffer between a job's workers and its consumer.
@@ -574,8 +582,16 @@ impl Job {
 
     /// The kept solutions from index `from` on.
     pub fn kept_from(&self, from: usize) -> Vec<SolutionIndices> {
+        self.kept(from, usize::MAX)
+    }
+
+    /// At most `max` kept solutions from index `from` on: a reader of a
+    /// window copies the window, not every kept solution (issue 24).
+    pub fn kept(&self, from: usize, max: usize) -> Vec<SolutionIndices> {
         let kept = self.kept.locked();
-        kept.get(from..).map(<[_]>::to_vec).unwrap_or_default()
+        let from = from.min(kept.len());
+        let to = from.saturating_add(max).min(kept.len());
+        kept[from..to].to_vec()
     }
 
     /// Waits until a solution is kept (or committed to the store) or the

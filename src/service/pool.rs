@@ -96,7 +96,18 @@ pub struct PoolConfig {
     /// The memory one run and all of the pool's runs may take (see
     /// [`super::memory`]).
     pub memory: MemoryLimits,
+    /// With no worker at all (a coordinator whose remote workers are all
+    /// gone), how long a job a call waits on (`JobSpec::waits_on_call`)
+    /// waits before it fails with NO_WORKERS.
+    pub no_worker_grace: Duration,
 }
+
+/// The default of [`PoolConfig::no_worker_grace`].
+pub const NO_WORKER_GRACE: Duration = Duration::from_secs(10);
+/// How often a pool with no local thread looks for jobs waiting for workers.
+const WAITING_LOOK: Duration = Duration::from_millis(250);
+/// What a job with no worker to run it waits for (`Progress::waiting_for`).
+pub const NO_WORKERS: &str = "no worker is connected";
 
 impl Default for PoolConfig {
     fn default() -> Self {
@@ -108,6 +119,7 @@ impl Default for PoolConfig {
             max_attempts: 3,
             poll_nodes: POLL_NODES,
             memory: MemoryLimits::default(),
+            no_worker_grace: NO_WORKER_GRACE,
         }
     }
 }
@@ -206,6 +218,9 @@ struct State {
     /// lease has not yet ended.
     yielding: usize,
     shutdown: bool,
+    /// Since when the pool has had no worker at all (no local thread, no
+    /// remote slot), if it has none.
+    workerless_since: Option<Instant>,
 }
 
 struct Shared {
@@ -220,6 +235,7 @@ struct Shared {
     memory: MemoryLimits,
     /// What running jobs' solvers may take, and what they are charged.
     budget: Budget,
+    no_worker_grace: Duration,
     next_id: AtomicU64,
     /// An idle worker and no task to give it.
     hungry: AtomicBool,
@@ -258,7 +274,10 @@ impl Pool {
     pub fn new(config: PoolConfig) -> Pool {
         let threads = config.threads;
         let shared = Arc::new(Shared {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                workerless_since: (threads == 0).then(Instant::now),
+                ..State::default()
+            }),
             work: Condvar::new(),
             threads,
             max_jobs: config.max_jobs.max(1),
@@ -268,6 +287,7 @@ impl Pool {
             poll_nodes: config.poll_nodes.clamp(1, MAX_POLL_NODES),
             memory: config.memory,
             budget: Budget::new(config.memory.total),
+            no_worker_grace: config.no_worker_grace,
             next_id: AtomicU64::new(1),
             hungry: AtomicBool::new(false),
             ready_jobs: AtomicUsize::new(0),
@@ -302,6 +322,25 @@ impl Pool {
                     .expect("spawn a worker thread")
             })
             .collect();
+        if threads == 0 {
+            // Only remote workers can run its tasks: someone must notice
+            // when there are none.
+            let shared = Arc::downgrade(&shared);
+            let spawned = std::thread::Builder::new()
+                .name("xccd-no-workers".into())
+                .spawn(move || {
+                    while let Some(shared) = shared.upgrade() {
+                        if !shared.look_for_waiting_jobs() {
+                            return;
+                        }
+                        drop(shared);
+                        std::thread::sleep(WAITING_LOOK);
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::warn!(error = %e, "no thread to watch for jobs waiting for workers");
+            }
+        }
         Pool {
             shared,
             threads: Mutex::new(handles),
@@ -541,6 +580,9 @@ impl Pool {
                 }
                 progress.tasks_queued = sched.queue.len();
                 progress.tasks_running = sched.running;
+                if total == 0 && sched.running == 0 {
+                    progress.waiting_for = Some(NO_WORKERS);
+                }
                 progress.tasks_done = sched.tasks_done;
                 progress.fraction_done = job.monotone_fraction(done);
             }
@@ -659,8 +701,11 @@ impl Shared {
     /// Recomputes the flags that running tasks read without the lock.
     fn refresh(&self, state: &State) {
         let (mut ready, mut ready_interactive, mut interactive_tasks) = (0, 0, 0);
+        let now = Instant::now();
         for sched in state.ring.iter().filter_map(|id| state.jobs.get(id)) {
-            if sched.queue.is_empty() || stalled(&sched.job) {
+            // A job whose tasks all wait out a backoff is not ready (the
+            // pool's timer refreshes when the first one may go).
+            if !sched.queue.iter().any(|work| work.ready(now)) || stalled(&sched.job) {
                 continue;
             }
             ready += 1;
@@ -771,6 +816,7 @@ impl Shared {
         remote: bool,
         interactive_only: bool,
     ) -> Option<(Arc<Job>, Work)> {
+        let now = Instant::now();
         for turn in 0..state.ring.len() {
             let id = state.ring[turn];
             let Some(sched) = state.jobs.get_mut(&id) else {
@@ -783,7 +829,11 @@ impl Shared {
             {
                 continue;
             }
-            let task = sched.queue.pop_front().expect("not empty");
+            // The first task not waiting out a backoff after a loss.
+            let Some(at) = sched.queue.iter().position(|work| work.ready(now)) else {
+                continue;
+            };
+            let task = sched.queue.remove(at).expect("present");
             sched.running += 1;
             let job = sched.job.clone();
             let more = !sched.queue.is_empty();
@@ -889,6 +939,50 @@ fn remote_can_run(spec: &JobSpec) -> bool {
 }
 
 impl Shared {
+    /// With no worker at all: counts the jobs waiting for one (metric
+    /// `xccd_jobs_waiting{reason="no_workers"}`) and fails those a call
+    /// waits on that waited the grace (NO_WORKERS: the caller learns it now
+    /// and may retry, rather than at its deadline). False once the pool
+    /// shuts down.
+    fn look_for_waiting_jobs(&self) -> bool {
+        let mut state = self.state.locked();
+        if state.shutdown {
+            return false;
+        }
+        let Some(since) = state.workerless_since else {
+            metrics::gauge!("xccd_jobs_waiting", "reason" => "no_workers").set(0.0);
+            return true;
+        };
+        let now = Instant::now();
+        let mut waiting = 0;
+        let mut expired = Vec::new();
+        for (&id, sched) in &state.jobs {
+            if sched.running > 0 || sched.job.is_stopping() {
+                continue;
+            }
+            waiting += 1;
+            let from = since.max(sched.job.started);
+            if sched.job.spec.waits_on_call
+                && now.saturating_duration_since(from) >= self.no_worker_grace
+            {
+                expired.push(id);
+            }
+        }
+        metrics::gauge!("xccd_jobs_waiting", "reason" => "no_workers").set(waiting as f64);
+        for id in expired {
+            if let Some(sched) = state.jobs.get(&id) {
+                tracing::warn!(job = id, "no worker within the grace: the job fails");
+                sched.job.fail(Failure::NoWorkers(format!(
+                    "no worker is connected to run the search (waited {:.1} s); try again later",
+                    self.no_worker_grace.as_secs_f64()
+                )));
+            }
+            self.settle(&mut state, id);
+        }
+        self.refresh(&state);
+        true
+    }
+
     /// Books a settled run of a task of `job` (see [`Ledger::settle`]) and
     /// its statistics, and ends the job if that was its last work. The
     /// run's nodes join the job's books under the lock that also ends the
@@ -918,7 +1012,14 @@ impl Shared {
         }
         metrics::counter!("xccd_tasks_total").increment(1);
         if !settlement.requeue.is_empty() {
-            self.enqueue(state, job.id, settlement.requeue, true);
+            let mut requeue = settlement.requeue;
+            if let Some(backoff) = settlement.backoff {
+                let at = Instant::now() + backoff;
+                for work in &mut requeue {
+                    work.not_before = Some(at);
+                }
+            }
+            self.enqueue(state, job.id, requeue, true);
         }
         self.snapshot_if_quiet(state, job.id);
         self.settle(state, job.id);
@@ -1055,6 +1156,9 @@ impl Pool {
         let mut state = self.shared.state.locked();
         state.remote_slots += slots;
         state.idle += slots;
+        if state.remote_slots > 0 {
+            state.workerless_since = None;
+        }
         self.shared.refresh(&state);
     }
 
@@ -1064,6 +1168,9 @@ impl Pool {
         let mut state = self.shared.state.locked();
         state.remote_slots -= slots;
         state.idle -= idle;
+        if self.shared.threads + state.remote_slots == 0 && state.workerless_since.is_none() {
+            state.workerless_since = Some(Instant::now());
+        }
         self.shared.refresh(&state);
     }
 
@@ -1125,9 +1232,34 @@ impl Pool {
         stats: &Stats,
         settlement: Settlement,
     ) {
+        let backoff = settlement.backoff;
         let state = self.book_remote_run(lease, job, stats, settlement);
         drop(state);
         self.shared.wake_all();
+        if let Some(backoff) = backoff {
+            self.wake_after(backoff);
+        }
+    }
+
+    /// Wakes whoever waits for work once `after` has passed: a lost task's
+    /// backoff is over (nothing else may happen meanwhile to wake them).
+    fn wake_after(&self, after: Duration) {
+        let shared = self.shared.clone();
+        let timer = std::thread::Builder::new()
+            .name("xccd-backoff".into())
+            .spawn(move || {
+                // A hair past the backoff, so that the task is ready.
+                std::thread::sleep(after + Duration::from_millis(1));
+                let state = shared.state.locked();
+                shared.refresh(&state);
+                drop(state);
+                shared.wake_all();
+            });
+        if let Err(e) = timer {
+            // The task still runs at the next wake of the pool (a job's
+            // event, a worker joining): late, never lost.
+            tracing::warn!(error = %e, "no timer thread for a backoff");
+        }
     }
 
     /// Forgets remote run `lease` and books its end; the pool's lock, still

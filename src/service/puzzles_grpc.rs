@@ -122,6 +122,7 @@ impl PuzzleApi {
                     owner: caller.clone(),
                     durable: false,
                     engine,
+                    waits_on_call: true,
                     // The calls that keep their solutions (SolvePuzzle,
                     // CheckPuzzle) are small ones a client waits on; the
                     // streams are batch work.

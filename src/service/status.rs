@@ -94,6 +94,18 @@ pub fn exhausted_with(
     Status::with_error_details(Code::ResourceExhausted, message, details)
 }
 
+/// How long a client is told to wait before it tries again a call that
+/// found no worker.
+pub const NO_WORKERS_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// UNAVAILABLE for a call that found no worker to run it, with an
+/// `ErrorInfo` (reason `NO_WORKERS`) and a `RetryInfo`.
+pub fn no_workers(message: impl Into<String>) -> Status {
+    let mut details = ErrorDetails::with_retry_info(Some(NO_WORKERS_RETRY));
+    details.set_error_info("NO_WORKERS", DOMAIN, std::collections::HashMap::new());
+    Status::with_error_details(Code::Unavailable, message, details)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,7 +23,7 @@ use super::proto::{
     self as pb, coordinator_message::Kind as Out, coordinator_server, worker_message::Kind as In,
     AskKind,
 };
-use crate::run::{check_task, Batch, Ledger, Region, Settlement, Solutions};
+use crate::run::{check_task, Batch, Ledger, Region, RunPoint, Settlement, Solutions};
 use crate::service::credentials::WorkerToken;
 use crate::service::job::{EndReason, Job};
 use crate::service::pool::Pool;
@@ -214,9 +214,42 @@ struct Lease {
     /// The most nodes the run reported, and when that number last grew.
     nodes: u64,
     progressed: Instant,
+    /// The most nodes the run reported between two heartbeats: how far
+    /// past its last report it may be (see [`Lease::point`]).
+    step: u64,
     /// The part of the tree the run may report solutions from, built at its
     /// first solutions (`Some(None)`: a problem of Algorithm M, unchecked).
     region: Option<Option<Region>>,
+}
+
+impl Lease {
+    /// Where the run was lost, as far as its heartbeats tell, for the poison
+    /// rule ([`Ledger::lose`]): `broke_now` when the connection just broke
+    /// (a worker killed or crashed), so that the nodes it ran since its last
+    /// report can be estimated from its rate (within 30%, as rates vary);
+    /// else (silent, stalled) anywhere up to a heartbeat's step past it.
+    /// Nodes are published at polls: a poll's worth more.
+    fn point(&self, poll_nodes: u64, broke_now: bool) -> RunPoint {
+        let last = self.nodes;
+        if last == 0 {
+            return RunPoint::default();
+        }
+        let ran = self.progressed.duration_since(self.started).as_secs_f64();
+        let step = self.step.saturating_add(poll_nodes);
+        if !broke_now || ran <= 0.0 {
+            return RunPoint {
+                low: last,
+                high: last.saturating_add(step),
+            };
+        }
+        let since = (last as f64 / ran) * self.progressed.elapsed().as_secs_f64();
+        RunPoint {
+            low: last.saturating_add((since * 0.7) as u64),
+            high: last
+                .saturating_add((since * 1.3) as u64)
+                .saturating_add(poll_nodes),
+        }
+    }
 }
 
 /// Why a session ended.
@@ -424,6 +457,7 @@ impl Session {
                     revoked: false,
                     nodes: 0,
                     progressed: Instant::now(),
+                    step: 0,
                     region: None,
                 },
             );
@@ -504,6 +538,7 @@ impl Session {
                         continue;
                     };
                     if progress.nodes > lease.nodes {
+                        lease.step = lease.step.max(progress.nodes - lease.nodes);
                         lease.nodes = progress.nodes;
                         lease.progressed = Instant::now();
                     }
@@ -728,7 +763,10 @@ impl Session {
                 // Heartbeats without work: the task goes to another worker.
                 metrics::counter!("xccd_stalled_leases_total").increment(1);
                 tracing::warn!(worker = %self.id, name = %self.name, lease = id, job = job.id, nodes = lease.nodes, "a lease made no progress: revoked, its task runs elsewhere");
-                let lost = lease.ledger.lose(self.pool.max_attempts());
+                let lost = lease.ledger.lose(
+                    self.pool.max_attempts(),
+                    lease.point(self.pool.poll_nodes(), false),
+                );
                 lease.revoked = true;
                 self.pool
                     .end_remote_run(id, job, &xcc::Stats::default(), lost);
@@ -772,13 +810,19 @@ impl Session {
         let live: Vec<(u64, Lease)> = self.leases.drain().collect();
         let lost = live.iter().filter(|(_, l)| !l.revoked).count();
         let max_attempts = self.pool.max_attempts();
+        let poll_nodes = self.pool.poll_nodes();
+        // Silent: lost some time ago, at an unknown moment since the last
+        // heartbeat; otherwise the stream broke (or closed) just now.
+        let broke_now = !matches!(end, End::Silent);
         for (id, lease) in &live {
             if !lease.revoked {
                 self.pool.end_remote_run(
                     *id,
                     &lease.job,
                     &xcc::Stats::default(),
-                    lease.ledger.lose(max_attempts),
+                    lease
+                        .ledger
+                        .lose(max_attempts, lease.point(poll_nodes, broke_now)),
                 );
             }
         }

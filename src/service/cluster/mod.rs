@@ -27,8 +27,11 @@
 //! - **Fencing.** A report on a lease the worker no longer holds (another id,
 //!   or an old epoch) is ignored: a stalled or partitioned worker can never
 //!   double-count.
-//! - **Poison tasks.** A task lost `max_attempts` times fails its job with a
-//!   clear error instead of taking down one worker after another.
+//! - **Poison tasks.** A task lost `max_attempts` times in a row at the same
+//!   point of its run fails its job with a clear error instead of taking
+//!   down one worker after another; workers killed or partitioned from
+//!   outside lose runs wherever they are, which does not (`Ledger::lose`
+//!   argues the rule). A lost task waits a backoff before it runs again.
 //! - **Draining.** A worker asked to stop checkpoints its runs back to the
 //!   coordinator before it exits.
 //!

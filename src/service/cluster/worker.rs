@@ -602,6 +602,18 @@ impl RemotePort<'_> {
     }
 }
 
+/// For tests of the poison rule only: `XCCD_TEST_CRASH_AT_NODES=n` makes
+/// the worker abort when a run of its passes `n` nodes, as a worker would
+/// that a task crashes (tests/cluster.rs). Read once.
+fn test_crash_at() -> Option<u64> {
+    static AT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *AT.get_or_init(|| {
+        std::env::var("XCCD_TEST_CRASH_AT_NODES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+    })
+}
+
 impl Port for RemotePort<'_> {
     fn deliver(&mut self, batch: Batch, _force: bool) -> Taken {
         self.send(Out::Found(pb::Found {
@@ -624,6 +636,11 @@ impl Port for RemotePort<'_> {
     }
 
     fn control(&mut self, progress: &ProgressView<'_>) -> Control {
+        if test_crash_at().is_some_and(|nodes| progress.stats.nodes >= nodes) {
+            // The poison rule's test: a task that kills every worker
+            // running it, at the same node of its run each time.
+            std::process::abort();
+        }
         self.control.progress.publish(progress);
         if self.disconnected {
             return Control::Stop;

@@ -90,9 +90,9 @@ impl From<&Work> for StoredWork {
 impl From<StoredWork> for Work {
     fn from(stored: StoredWork) -> Work {
         Work {
-            task: stored.task,
             skip: stored.skip,
             attempts: stored.attempts,
+            ..Work::new(stored.task)
         }
     }
 }
