@@ -453,6 +453,7 @@ unsafe fn cover_option<W: Word, const COLORS: bool>(
     active: u32,
     second: u32,
     force: &mut ForceStack,
+    exact: bool,
 ) -> (bool, u32, u64) {
     let Arrays { set, nd, clr } = arrays;
     let oactive = active;
@@ -502,13 +503,33 @@ unsafe fn cover_option<W: Word, const COLORS: bool>(
         } else {
             (true, 0) // purified already
         };
-        updates += hidden;
         if !ok {
-            return (false, p, updates);
+            return (false, p, failed_cover_updates(updates, hidden, exact));
         }
+        updates += hidden;
         q += 1;
     }
     (true, p, updates)
+}
+
+/// The updates a cover that failed counts: those it made before the hide
+/// that failed, plus (`Order::Ssxcc`) that hide's own, `hidden`.
+///
+/// A hide stops at the first item it leaves without options, so the
+/// updates it made before depend on the order of the sets it walks, which
+/// depends on the history of the search: a node reached by replaying a
+/// path instead of by backtracking counts differently. Which hide fails,
+/// and what each earlier one removes, do not depend on it (the sets hold
+/// the same options in any order), so `Order::Exact` leaves out the
+/// failing hide's updates, which are undone at once anyway.
+#[cold]
+#[inline(never)]
+fn failed_cover_updates(before: u64, hidden: u64, exact: bool) -> u64 {
+    if exact {
+        before
+    } else {
+        before + hidden
+    }
 }
 
 /// The primary items known to have a single option left, waiting to be
@@ -561,6 +582,59 @@ impl ForceStack {
     fn clear(&mut self) {
         self.len = 0;
     }
+
+    /// `Order::Exact`'s pick: the smallest item on the stack that is still
+    /// active (`active(x)`), taken off it; the inactive ones are dropped on
+    /// the way. Which items are on the stack does not depend on the
+    /// history (each went on it when a hide of the path left it one
+    /// option), only their order does, so the smallest is the same in
+    /// every run that reaches the node.
+    #[inline(always)]
+    fn take_smallest(&mut self, active: impl Fn(u32) -> bool) -> Option<u32> {
+        let mut kept = 0;
+        let mut smallest = u32::MAX;
+        let mut at = 0;
+        for k in 0..self.len {
+            // SAFETY: `k < len <= items.len()`, and `kept <= k`.
+            unsafe {
+                let x = *self.items.get_unchecked(k);
+                if active(x) {
+                    if x < smallest {
+                        smallest = x;
+                        at = kept;
+                    }
+                    *self.items.get_unchecked_mut(kept) = x;
+                    kept += 1;
+                }
+            }
+        }
+        self.len = kept;
+        if kept == 0 {
+            return None;
+        }
+        self.items.swap(at, kept - 1);
+        self.len = kept - 1;
+        Some(smallest)
+    }
+}
+
+/// How the cells engine breaks the ties of its branching rule, where
+/// SSXCC's choice depends on the order of the sparse sets, and so on the
+/// history of the search: which of the items left with one option is
+/// forced first, and what a hide that fails counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Order {
+    /// A choice that depends on the node alone: the smallest item of
+    /// those waiting to be forced, and a failing hide's updates left out
+    /// (see [`failed_cover_updates`]). A search cut into tasks (threads,
+    /// workers, checkpoints) counts exactly the nodes and updates of the
+    /// same search in one piece.
+    #[default]
+    Exact,
+    /// SSXCC's own choices (the item forced last first, every update
+    /// counted): its node and update counts on a whole run, but a split
+    /// run's depend on where it was cut.
+    Ssxcc,
 }
 
 /// `array[level]` for a per-level array, without a bounds check: the
@@ -595,6 +669,8 @@ pub(crate) struct Cells<W> {
     second: u32,
     node_option: Vec<u32>,
     colors: bool,
+    /// `order == Order::Exact`.
+    exact: bool,
     active: u32,
     updates: u64,
     force: ForceStack,
@@ -675,7 +751,7 @@ pub(crate) fn narrow_pays(problem: &Problem) -> bool {
 impl<W: Word> Cells<W> {
     /// # Panics
     /// If `problem` does not [`fits`] `W`.
-    pub(crate) fn new(problem: &Problem) -> Cells<W> {
+    pub(crate) fn new(problem: &Problem, ties: Order) -> Cells<W> {
         assert!(fits::<W>(problem), "the problem is too large for this word");
         let items = problem.items();
         let n = items.len();
@@ -749,6 +825,7 @@ impl<W: Word> Cells<W> {
             second,
             node_option,
             colors: problem.has_colors(),
+            exact: ties == Order::Exact,
             active: n as u32,
             updates: 0,
             force: ForceStack::new(n),
@@ -773,6 +850,14 @@ impl<W: Word> Cells<W> {
             countdown: 0,
             plain_count: true,
             cuts: Vec::new(),
+        }
+    }
+
+    pub(crate) fn order(&self) -> Order {
+        if self.exact {
+            Order::Exact
+        } else {
+            Order::Ssxcc
         }
     }
 
@@ -894,6 +979,9 @@ impl<W: Word> Cells<W> {
     /// item, `NONE` (no item) at a solution.
     #[inline(always)]
     fn next_item(&mut self) -> (u32, u32) {
+        if self.exact {
+            return self.next_item_exact();
+        }
         while let Some(x) = self.force.pop() {
             if self.position(x) < self.active {
                 return (x, 1);
@@ -901,6 +989,24 @@ impl<W: Word> Cells<W> {
         }
         let (best, t) = self.choose();
         match self.force.pop() {
+            Some(x) => (x, 1),
+            None => (best, t),
+        }
+    }
+
+    /// [`Cells::next_item`] in `Order::Exact`: the smallest active item
+    /// waiting to be forced rather than the last one pushed.
+    #[inline(always)]
+    fn next_item_exact(&mut self) -> (u32, u32) {
+        let set = self.set.as_ptr();
+        let active = self.active;
+        // SAFETY: the stack holds items of `set`.
+        let is_active = |x: u32| unsafe { pos_before(set, x) } < active;
+        if let Some(x) = self.force.take_smallest(is_active) {
+            return (x, 1);
+        }
+        let (best, t) = self.choose();
+        match self.force.take_smallest(is_active) {
             Some(x) => (x, 1),
             None => (best, t),
         }
@@ -967,6 +1073,7 @@ impl<W: Word> Cells<W> {
                 self.active,
                 self.second,
                 &mut self.force,
+                self.exact,
             )
         };
         self.active = active;
