@@ -21,10 +21,14 @@
 //! [`narrow_pays`]), 32-bit ones for any other ([`InCache32`] when they fit
 //! that cache, which only leaves out the prefetch).
 //!
-//! Every search here follows SSXCC step by step, so a run from the root
-//! visits the same nodes in the same order and counts the same nodes and
-//! updates (a swap of an item out of the active list, or the removal of an
-//! option from an item's set, is an update).
+//! Every search here follows SSXCC step by step (a swap of an item out of
+//! the active list, or the removal of an option from an item's set, is an
+//! update). With [`Order::Ssxcc`] it also makes SSXCC's choices where they
+//! depend on the history (which item left with one option is forced
+//! first, how many updates a failing hide made), so a run from the root
+//! counts SSXCC's nodes and updates. The default, [`Order::Exact`], makes
+//! those choices from the node alone, so that a search cut into tasks
+//! counts exactly what it counts in one piece (bench/cells-reference.tsv).
 //!
 //! # Naming the subtrees of a node
 //!
@@ -43,15 +47,18 @@
 //! alternative; a checkpoint turns each maximal interval of untried ranks
 //! into a task.
 //!
-//! Forced moves (one option left) happen in an order that depends on the
-//! history, but the options they force do not: at a branching node the
-//! state is the same whatever the order, so paths through forced levels
-//! (always rank 0) replay to the same branching nodes. A replay whose forced
-//! moves meet a contradiction the original met later has an empty subtree,
-//! as the original's was; such a task ends with no solution. Split runs
-//! find exactly the unsplit solutions; their node and update counts may
-//! differ slightly from the unsplit run's, since the work of a forced chain
-//! that fails depends on its order.
+//! Forced moves (one option left) happen, in `Order::Ssxcc`, in an order
+//! that depends on the history, but the options they force do not: at a
+//! branching node the state is the same whatever the order, so paths
+//! through forced levels (always rank 0) replay to the same branching
+//! nodes. A replay whose forced moves meet a contradiction the original
+//! met later has an empty subtree, as the original's was; such a task ends
+//! with no solution. Split runs find exactly the unsplit solutions; in
+//! that order their node and update counts may differ slightly from the
+//! unsplit run's, since the work of a forced chain that fails depends on
+//! its order. In `Order::Exact` the smallest pending item is forced first
+//! and a failing hide's own updates are not counted: every node's choices
+//! and counts are those of its path, wherever the run started.
 
 use std::sync::atomic::Ordering;
 
