@@ -50,7 +50,12 @@ fn counts(mut solutions: Vec<Vec<u32>>, stats: &Stats) -> Counts {
     solutions.sort_unstable();
     Counts {
         solutions,
-        stats: (stats.solutions, stats.nodes, stats.updates, stats.cleansings),
+        stats: (
+            stats.solutions,
+            stats.nodes,
+            stats.updates,
+            stats.cleansings,
+        ),
     }
 }
 
@@ -190,7 +195,10 @@ async fn split_runs_count_exactly_what_one_thread_counts() {
                 pooled.stats, alone.stats,
                 "{name} on {engine}: (solutions, nodes, updates, cleansings) on 2 threads polling every {POLL_NODES} nodes vs 1"
             );
-            assert!(pooled.solutions == alone.solutions, "{name} on {engine}: solutions");
+            assert!(
+                pooled.solutions == alone.solutions,
+                "{name} on {engine}: solutions"
+            );
             runs += 1;
         }
     }
@@ -206,7 +214,10 @@ async fn split_runs_count_exactly_what_one_thread_counts() {
     );
     let wait = Instant::now();
     while coordinator.pool.remote_slots() < 2 {
-        assert!(wait.elapsed() < Duration::from_secs(30), "no worker in 30 s");
+        assert!(
+            wait.elapsed() < Duration::from_secs(30),
+            "no worker in 30 s"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let channel = Channel::from_shared(format!("http://{}", coordinator.addr))
@@ -223,7 +234,10 @@ async fn split_runs_count_exactly_what_one_thread_counts() {
                 remote.stats, alone.stats,
                 "{name} on {engine}: (solutions, nodes, updates, cleansings) on a worker of 2 threads vs 1"
             );
-            assert!(remote.solutions == alone.solutions, "{name} on {engine}: solutions");
+            assert!(
+                remote.solutions == alone.solutions,
+                "{name} on {engine}: solutions"
+            );
             runs += 1;
         }
     }

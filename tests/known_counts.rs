@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use xccd::xcc::{
-    dlx_format, Collect, CountOnly, Engine, Layout, Order, ProblemBuilder, RunConfig, Solver, Stats,
-    Task,
+    dlx_format, Collect, CountOnly, Engine, Layout, Order, ProblemBuilder, RunConfig, Solver,
+    Stats, Task,
 };
 
 fn bench_dir() -> PathBuf {
@@ -123,7 +123,11 @@ fn check_cells_table(table: &str, order: Order) {
                 .expect("root task is valid")
                 .stats;
             let row = (stats.solutions, stats.nodes, stats.updates);
-            assert_eq!(row, (num(1), num(2), num(3)), "{name} ({layout:?}, {order:?})");
+            assert_eq!(
+                row,
+                (num(1), num(2), num(3)),
+                "{name} ({layout:?}, {order:?})"
+            );
         }
         checked += 1;
     }

@@ -191,19 +191,18 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
     let ssxcc_reference = read_reference(&set, ReferenceTable::Ssxcc);
     // The cells engine's own counts, timed against SSXCC (the same search
     // but for its ties).
-    let cells_reference: HashMap<String, Reference> =
-        read_reference(&set, ReferenceTable::Cells)
-            .into_iter()
-            .map(|(name, r)| {
-                let ssxcc = ssxcc_reference.get(&name);
-                let timed = Reference {
-                    seconds: ssxcc.map_or(0.0, |s| s.seconds),
-                    program: if ssxcc.is_some() { "ssxcc" } else { "-" }.to_string(),
-                    ..r
-                };
-                (name, timed)
-            })
-            .collect();
+    let cells_reference: HashMap<String, Reference> = read_reference(&set, ReferenceTable::Cells)
+        .into_iter()
+        .map(|(name, r)| {
+            let ssxcc = ssxcc_reference.get(&name);
+            let timed = Reference {
+                seconds: ssxcc.map_or(0.0, |s| s.seconds),
+                program: if ssxcc.is_some() { "ssxcc" } else { "-" }.to_string(),
+                ..r
+            };
+            (name, timed)
+        })
+        .collect();
     let names: Vec<String> = set
         .names()?
         .into_iter()

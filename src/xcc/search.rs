@@ -19,8 +19,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::cells::{self, Cells};
 pub use super::cells::Order;
+use super::cells::{self, Cells};
 use super::links::{node_count, Links, Narrow, NodeRepr, Wide, ROOT};
 use super::problem::Problem;
 use super::task::{Cut, Decision, Task, ALL};
