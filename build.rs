@@ -53,6 +53,7 @@ fn embed_bench_set(out: &std::path::Path) -> Result<(), Box<dyn std::error::Erro
     for (constant, file) in [
         ("KNUTH_REFERENCE", "knuth-reference.tsv"),
         ("SSXCC_REFERENCE", "ssxcc-reference.tsv"),
+        ("CELLS_REFERENCE", "cells-reference.tsv"),
     ] {
         code.push_str(&format!(
             "pub(crate) const {constant}: &str = {};\n",

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use xccd::xcc::{
-    dlx_format, Collect, CountOnly, Engine, Layout, ProblemBuilder, RunConfig, Solver, Stats, Task,
+    dlx_format, Collect, CountOnly, Engine, Layout, Order, ProblemBuilder, RunConfig, Solver,
+    Stats, Task,
 };
 
 fn bench_dir() -> PathBuf {
@@ -75,13 +76,26 @@ fn benchmark_instances_match_knuths_counts() {
     );
 }
 
-/// Every instance of SSXCC's reference table: the cells engine follows
-/// SSXCC step by step, so its solutions, nodes and updates equal SSXCC's, in
-/// either layout (16-bit and 32-bit words: every instance fits both).
+/// Every instance of SSXCC's reference table: the cells engine making
+/// SSXCC's own choices (`Order::Ssxcc`) follows SSXCC step by step, so its
+/// solutions, nodes and updates equal SSXCC's, in either layout (16-bit and
+/// 32-bit words: every instance fits both).
 #[test]
 fn benchmark_instances_match_ssxcc_counts_in_both_layouts() {
+    check_cells_table("ssxcc-reference.tsv", Order::Ssxcc);
+}
+
+/// Every instance of the cells engine's own table (its default order,
+/// whose counts a split search keeps: tests/exact_counts.rs), in either
+/// layout; `Solver::ssxcc` picks the default layout.
+#[test]
+fn benchmark_instances_match_the_cells_engines_counts_in_both_layouts() {
+    check_cells_table("cells-reference.tsv", Order::Exact);
+}
+
+fn check_cells_table(table: &str, order: Order) {
     let mut checked = 0;
-    for (f, problem) in reference_rows("ssxcc-reference.tsv") {
+    for (f, problem) in reference_rows(table) {
         let name = f[0].as_str();
         let num = |i: usize| f[i].parse::<u64>().unwrap();
         let mut layouts = vec![Layout::Narrow];
@@ -99,19 +113,25 @@ fn benchmark_instances_match_ssxcc_counts_in_both_layouts() {
             .layout();
         let big = ["pent6x10", "pent3x20"].contains(&name);
         assert_eq!(default == Layout::Narrow, big, "{name}: default layout");
+        assert_eq!(Solver::ssxcc(&problem).unwrap().layout(), default, "{name}");
         for layout in layouts {
-            let mut solver = Solver::with_engine_layout(&problem, Engine::Cells, layout).unwrap();
+            let mut solver = Solver::cells(&problem, layout, order).unwrap();
             assert_eq!(solver.layout(), layout, "{name}");
+            assert_eq!(solver.order(), Some(order), "{name}");
             let stats = solver
                 .run(&Task::root(), &RunConfig::default(), &mut CountOnly)
                 .expect("root task is valid")
                 .stats;
             let row = (stats.solutions, stats.nodes, stats.updates);
-            assert_eq!(row, (num(1), num(2), num(3)), "{name} ({layout:?})");
+            assert_eq!(
+                row,
+                (num(1), num(2), num(3)),
+                "{name} ({layout:?}, {order:?})"
+            );
         }
         checked += 1;
     }
-    assert_eq!(checked, 22, "every instance of the reference table");
+    assert_eq!(checked, 22, "every instance of {table}");
 }
 
 /// n queens as exact cover: rows and columns primary, diagonals secondary.

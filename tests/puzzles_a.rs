@@ -777,7 +777,7 @@ fn cli_solves_counts_and_prints_statistics() {
     assert_eq!(text(&out.stdout), "92\n");
     let err = text(&out.stderr);
     assert!(
-        err.contains("Altogether 92 solutions, 15736 updates, 857 nodes"),
+        err.contains("Altogether 92 solutions, 15559 updates, 856 nodes"),
         "{err}"
     );
     let out = xccd(

@@ -11,15 +11,16 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use xccd::xcc::{CountOnly, Engine, Layout, Problem, RunConfig, Solver, Stats, Task};
+use xccd::xcc::{CountOnly, Engine, Layout, Order, Problem, RunConfig, Solver, Stats, Task};
 
 use super::bench_set::{BenchSet, ReferenceTable};
 use super::CliError;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Folder holding `instances/*.dlx`, `knuth-reference.tsv` and
-    /// `ssxcc-reference.tsv` (the repository's `bench/` has that shape).
+    /// Folder holding `instances/*.dlx`, `knuth-reference.tsv`,
+    /// `ssxcc-reference.tsv` and `cells-reference.tsv` (the repository's
+    /// `bench/` has that shape).
     /// Default: the same set, built into this binary.
     #[arg(long, env = "XCCD_BENCH_DIR")]
     pub dir: Option<PathBuf>,
@@ -35,7 +36,10 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = LayoutArg::Auto)]
     pub layout: LayoutArg,
     /// Which engine to measure: `links` (checked against Knuth's DLX2/DLX3
-    /// counts), `cells` (against SSXCC's), or `both` with the time ratio.
+    /// counts), `cells` (against its own, `cells-reference.tsv`, and timed
+    /// against SSXCC), `ssxcc` (the cells engine making SSXCC's own
+    /// choices, checked against SSXCC's counts), or `both` (links and
+    /// cells) with the time ratio.
     #[arg(long, value_enum, default_value_t = EngineArg::Both)]
     pub engine: EngineArg,
     /// Measure the worker pool and the gRPC service instead (parallel
@@ -78,7 +82,32 @@ pub struct BenchArgs {
 pub enum EngineArg {
     Links,
     Cells,
+    Ssxcc,
     Both,
+}
+
+/// What a row measures: an engine, and for cells how it breaks ties.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Measured {
+    Links,
+    Cells(Order),
+}
+
+impl Measured {
+    fn name(self) -> &'static str {
+        match self {
+            Measured::Links => "links",
+            Measured::Cells(Order::Exact) => "cells",
+            Measured::Cells(Order::Ssxcc) => "ssxcc",
+        }
+    }
+
+    fn engine(self) -> Engine {
+        match self {
+            Measured::Links => Engine::Links,
+            Measured::Cells(_) => Engine::Cells,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -123,6 +152,14 @@ fn read_reference(set: &BenchSet, table: ReferenceTable) -> HashMap<String, Refe
                 seconds: f[4].trim().parse().unwrap_or(0.0),
                 program: "ssxcc".to_string(),
             },
+            // cells-reference.tsv: case solutions nodes updates
+            4 => Reference {
+                solutions: num(1),
+                nodes: num(2),
+                updates: num(3),
+                seconds: 0.0,
+                program: "cells".to_string(),
+            },
             _ => continue,
         };
         table.insert(f[0].to_string(), reference);
@@ -151,7 +188,21 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
         return super::bench_service::run(&set, args.filter.as_deref(), out);
     }
     let links_reference = read_reference(&set, ReferenceTable::Knuth);
-    let cells_reference = read_reference(&set, ReferenceTable::Ssxcc);
+    let ssxcc_reference = read_reference(&set, ReferenceTable::Ssxcc);
+    // The cells engine's own counts, timed against SSXCC (the same search
+    // but for its ties).
+    let cells_reference: HashMap<String, Reference> = read_reference(&set, ReferenceTable::Cells)
+        .into_iter()
+        .map(|(name, r)| {
+            let ssxcc = ssxcc_reference.get(&name);
+            let timed = Reference {
+                seconds: ssxcc.map_or(0.0, |s| s.seconds),
+                program: if ssxcc.is_some() { "ssxcc" } else { "-" }.to_string(),
+                ..r
+            };
+            (name, timed)
+        })
+        .collect();
     let names: Vec<String> = set
         .names()?
         .into_iter()
@@ -161,10 +212,11 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
                 .is_none_or(|f| name.contains(f.as_str()))
         })
         .collect();
-    let engines: &[Engine] = match args.engine {
-        EngineArg::Links => &[Engine::Links],
-        EngineArg::Cells => &[Engine::Cells],
-        EngineArg::Both => &[Engine::Links, Engine::Cells],
+    let engines: &[Measured] = match args.engine {
+        EngineArg::Links => &[Measured::Links],
+        EngineArg::Cells => &[Measured::Cells(Order::Exact)],
+        EngineArg::Ssxcc => &[Measured::Cells(Order::Ssxcc)],
+        EngineArg::Both => &[Measured::Links, Measured::Cells(Order::Exact)],
     };
     out.text(format_args!(
         "{:<20} {:>6} {:>10} {:>10} {:>12} {:>5} {:>9} {:>9} {:>9} {:>6} {:>7}",
@@ -185,7 +237,7 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
         let (problem, _) = set.load(&name)?;
         let mut seconds = Vec::new();
         for &engine in engines {
-            if !engine.supports(&problem) {
+            if !engine.engine().supports(&problem) {
                 out.text(format_args!(
                     "{name:<20} {:>6} (no multiplicities in this engine)",
                     engine.name()
@@ -195,14 +247,16 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
             let (best, stats, algorithm) = measure(&problem, engine, args.layout, args.repeat)?;
             seconds.push(best);
             let reference = match engine {
-                Engine::Links => &links_reference,
-                Engine::Cells => &cells_reference,
+                Measured::Links => &links_reference,
+                Measured::Cells(Order::Exact) => &cells_reference,
+                Measured::Cells(Order::Ssxcc) => &ssxcc_reference,
             };
             let (knuth_s, program, speedup, flag) = match reference.get(&name) {
                 Some(r) => {
                     // Only the program whose search this engine follows has
                     // comparable node and update counts.
-                    let same_tree = matches!(r.program.as_str(), "dlx2" | "dlx3" | "ssxcc");
+                    let same_tree = matches!(r.program.as_str(), "dlx2" | "dlx3" | "ssxcc")
+                        || engine == Measured::Cells(Order::Exact);
                     let same = r.solutions == stats.solutions
                         && (!same_tree || (r.nodes == stats.nodes && r.updates == stats.updates));
                     if !same {
@@ -219,7 +273,7 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
                         if same {
                             ""
                         } else {
-                            "  counts differ from Knuth's!"
+                            "  counts differ from the reference!"
                         },
                     )
                 }
@@ -267,7 +321,7 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
     }
     if mismatches > 0 {
         return Err(CliError::Failed(format!(
-            "{mismatches} row(s) disagree with Knuth's counts"
+            "{mismatches} row(s) disagree with the reference counts"
         )));
     }
     Ok(())
@@ -277,7 +331,7 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
 /// algorithm.
 fn measure(
     problem: &Problem,
-    engine: Engine,
+    engine: Measured,
     layout: LayoutArg,
     repeat: u32,
 ) -> Result<(f64, Stats, &'static str), CliError> {
@@ -290,8 +344,11 @@ fn measure(
             LayoutArg::Wide => Layout::Wide,
             LayoutArg::Auto => Layout::Narrow,
         };
-        let mut solver = Solver::with_engine_layout(problem, engine, layout)
-            .map_err(|e| CliError::Failed(e.to_string()))?;
+        let mut solver = match engine {
+            Measured::Links => Solver::with_engine_layout(problem, Engine::Links, layout),
+            Measured::Cells(order) => Solver::cells(problem, layout, order),
+        }
+        .map_err(|e| CliError::Failed(e.to_string()))?;
         algorithm = solver.algorithm();
         let outcome = solver
             .run(&Task::root(), &RunConfig::default(), &mut CountOnly)
@@ -305,7 +362,7 @@ fn measure(
 /// The `--json` row of one instance on one engine.
 fn engine_row(
     name: &str,
-    engine: Engine,
+    engine: Measured,
     stats: &Stats,
     algorithm: &str,
     seconds: f64,

@@ -1,7 +1,7 @@
 //! Where `xccd bench` finds its instances and reference tables: the set
 //! built into the binary (the repository's `bench/`, embedded by build.rs),
 //! or a folder of the same shape given with `--dir` (`instances/*.dlx`,
-//! `knuth-reference.tsv`, `ssxcc-reference.tsv`).
+//! `knuth-reference.tsv`, `ssxcc-reference.tsv`, `cells-reference.tsv`).
 //!
 //! Built in, because a binary runs where its build machine's paths do not
 //! exist (a container, another host): `xccd bench` then measures the same
@@ -26,11 +26,14 @@ pub enum BenchSet {
     Dir(PathBuf),
 }
 
-/// Knuth's DLX1-3 counts (`knuth-reference.tsv`) or SSXCC's.
+/// Knuth's DLX1-3 counts (`knuth-reference.tsv`), SSXCC's, or the cells
+/// engine's own (`cells-reference.tsv`: SSXCC's search with ties broken
+/// the same way in every piece of a split search).
 #[derive(Debug, Clone, Copy)]
 pub enum ReferenceTable {
     Knuth,
     Ssxcc,
+    Cells,
 }
 
 impl ReferenceTable {
@@ -38,6 +41,7 @@ impl ReferenceTable {
         match self {
             ReferenceTable::Knuth => "knuth-reference.tsv",
             ReferenceTable::Ssxcc => "ssxcc-reference.tsv",
+            ReferenceTable::Cells => "cells-reference.tsv",
         }
     }
 }
@@ -100,6 +104,7 @@ impl BenchSet {
                 match table {
                     ReferenceTable::Knuth => builtin::KNUTH_REFERENCE,
                     ReferenceTable::Ssxcc => builtin::SSXCC_REFERENCE,
+                    ReferenceTable::Cells => builtin::CELLS_REFERENCE,
                 }
                 .to_string(),
             ),

@@ -21,10 +21,14 @@
 //! [`narrow_pays`]), 32-bit ones for any other ([`InCache32`] when they fit
 //! that cache, which only leaves out the prefetch).
 //!
-//! Every search here follows SSXCC step by step, so a run from the root
-//! visits the same nodes in the same order and counts the same nodes and
-//! updates (a swap of an item out of the active list, or the removal of an
-//! option from an item's set, is an update).
+//! Every search here follows SSXCC step by step (a swap of an item out of
+//! the active list, or the removal of an option from an item's set, is an
+//! update). With [`Order::Ssxcc`] it also makes SSXCC's choices where they
+//! depend on the history (which item left with one option is forced
+//! first, how many updates a failing hide made), so a run from the root
+//! counts SSXCC's nodes and updates. The default, [`Order::Exact`], makes
+//! those choices from the node alone, so that a search cut into tasks
+//! counts exactly what it counts in one piece (bench/cells-reference.tsv).
 //!
 //! # Naming the subtrees of a node
 //!
@@ -43,15 +47,18 @@
 //! alternative; a checkpoint turns each maximal interval of untried ranks
 //! into a task.
 //!
-//! Forced moves (one option left) happen in an order that depends on the
-//! history, but the options they force do not: at a branching node the
-//! state is the same whatever the order, so paths through forced levels
-//! (always rank 0) replay to the same branching nodes. A replay whose forced
-//! moves meet a contradiction the original met later has an empty subtree,
-//! as the original's was; such a task ends with no solution. Split runs
-//! find exactly the unsplit solutions; their node and update counts may
-//! differ slightly from the unsplit run's, since the work of a forced chain
-//! that fails depends on its order.
+//! Forced moves (one option left) happen, in `Order::Ssxcc`, in an order
+//! that depends on the history, but the options they force do not: at a
+//! branching node the state is the same whatever the order, so paths
+//! through forced levels (always rank 0) replay to the same branching
+//! nodes. A replay whose forced moves meet a contradiction the original
+//! met later has an empty subtree, as the original's was; such a task ends
+//! with no solution. Split runs find exactly the unsplit solutions; in
+//! that order their node and update counts may differ slightly from the
+//! unsplit run's, since the work of a forced chain that fails depends on
+//! its order. In `Order::Exact` the smallest pending item is forced first
+//! and a failing hide's own updates are not counted: every node's choices
+//! and counts are those of its path, wherever the run started.
 
 use std::sync::atomic::Ordering;
 
@@ -246,6 +253,7 @@ unsafe fn hide_options<W: Word, const COLORS: bool, const CHECK: bool>(
             continue;
         }
         if !hide_option::<W, CHECK>(set, nd, limits, tt, force, &mut updates) {
+            force.failed_hide = updates;
             return (false, updates);
         }
     }
@@ -525,13 +533,39 @@ unsafe fn cover_option<W: Word, const COLORS: bool>(
 pub(crate) struct ForceStack {
     items: Box<[u32]>,
     len: usize,
+    /// `Order::Exact`: the items taken off `items` and not yet picked, as
+    /// bits (item `x` is bit `pos(x)` of the pristine arrays), which gives the
+    /// smallest in a few instructions (scanning the stack for it cost
+    /// latin5, where most nodes are forced, 16 % more instructions; setting
+    /// the bits in `push` cost `hide` registers, 8-12 % on queens11 and
+    /// langford11).
+    bits: Box<[u64]>,
+    /// The words of `bits` that may be nonzero: `lo..hi`.
+    lo: usize,
+    hi: usize,
+    /// The updates of the last hide that failed, made before it met the
+    /// item it left without options. That depends on the order of the
+    /// sets it walked, which depends on the history of the search (a node
+    /// rebuilt from a task's path differs from one reached by
+    /// backtracking); which hide fails, and what each hide before it
+    /// removes, do not (the sets hold the same options in any order). So
+    /// `Order::Exact` does not count them: they are undone at once anyway.
+    /// (Kept here, where the failing hide has a pointer, rather than
+    /// returned: `cover_option` kept one more register for it.)
+    failed_hide: u64,
 }
 
 impl ForceStack {
-    fn new(items: usize) -> ForceStack {
+    /// A stack for `items` items, with `bits` for `Order::Exact`.
+    fn new(items: usize, exact: bool) -> ForceStack {
+        let words = if exact { items / 64 + 1 } else { 1 };
         ForceStack {
             items: vec![0; items.max(1)].into_boxed_slice(),
             len: 0,
+            bits: vec![0; words].into_boxed_slice(),
+            lo: words,
+            hi: 0,
+            failed_hide: 0,
         }
     }
 
@@ -549,6 +583,7 @@ impl ForceStack {
         self.len = top + 1;
     }
 
+    /// The item pushed last (`Order::Ssxcc`).
     #[inline(always)]
     fn pop(&mut self) -> Option<u32> {
         if self.len == 0 {
@@ -559,9 +594,90 @@ impl ForceStack {
         Some(unsafe { *self.items.get_unchecked(self.len) })
     }
 
+    #[inline(always)]
     fn clear(&mut self) {
         self.len = 0;
+        if self.lo < self.hi {
+            self.clear_bits();
+        }
     }
+
+    #[cold]
+    #[inline(never)]
+    fn clear_bits(&mut self) {
+        for w in self.lo..self.hi {
+            self.bits[w] = 0;
+        }
+        self.lo = self.bits.len();
+        self.hi = 0;
+    }
+
+    /// `Order::Exact`'s pick: the smallest item on the stack that is still
+    /// active (`active(x)`), taken off it; the inactive ones below it are
+    /// dropped on the way. Which items are on the stack does not depend on
+    /// the history (each went on it when a hide of the path left it one
+    /// option), only the order they were pushed in does, so the smallest
+    /// is the same in every run that reaches the node.
+    #[inline(always)]
+    fn take_smallest(
+        &mut self,
+        index: impl Fn(u32) -> u32,
+        item: impl Fn(u32) -> u32,
+        active: impl Fn(u32) -> bool,
+    ) -> Option<u32> {
+        if self.lo >= self.hi && self.len <= 1 {
+            // One item or none, the common case (queens11 3 % fewer
+            // instructions than going through the bits).
+            return self.pop().filter(|&x| active(x));
+        }
+        let last = self.bits.len() - 1;
+        for k in 0..self.len {
+            // SAFETY: `k < len <= items.len()`; `word` is clamped.
+            unsafe {
+                let i = index(*self.items.get_unchecked(k));
+                let word = (i as usize / 64).min(last);
+                *self.bits.get_unchecked_mut(word) |= 1 << (i % 64);
+                self.lo = self.lo.min(word);
+                self.hi = self.hi.max(word + 1);
+            }
+        }
+        self.len = 0;
+        while self.lo < self.hi {
+            // SAFETY: `hi <= bits.len()`.
+            let word = unsafe { self.bits.get_unchecked_mut(self.lo) };
+            if *word == 0 {
+                self.lo += 1;
+                continue;
+            }
+            let x = item((self.lo * 64) as u32 + word.trailing_zeros());
+            *word &= *word - 1;
+            if active(x) {
+                return Some(x);
+            }
+        }
+        self.lo = self.bits.len();
+        self.hi = 0;
+        None
+    }
+}
+
+/// How the cells engine breaks the ties of its branching rule, where
+/// SSXCC's choice depends on the order of the sparse sets, and so on the
+/// history of the search: which of the items left with one option is
+/// forced first, and what a hide that fails counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Order {
+    /// A choice that depends on the node alone: the smallest item of
+    /// those waiting to be forced, and a failing hide's updates left out
+    /// (see `ForceStack::failed_hide`). A search cut into tasks (threads,
+    /// workers, checkpoints) counts exactly the nodes and updates of the
+    /// same search in one piece.
+    #[default]
+    Exact,
+    /// SSXCC's own choices (the item forced last first, every update
+    /// counted): its node and update counts on a whole run, but a split
+    /// run's depend on where it was cut.
+    Ssxcc,
 }
 
 /// `array[level]` for a per-level array, without a bounds check: the
@@ -596,6 +712,8 @@ pub(crate) struct Cells<W> {
     second: u32,
     node_option: Vec<u32>,
     colors: bool,
+    /// `order == Order::Exact`.
+    exact: bool,
     active: u32,
     updates: u64,
     force: ForceStack,
@@ -681,7 +799,7 @@ pub(crate) fn narrow_pays(problem: &Problem) -> bool {
 impl<W: Word> Cells<W> {
     /// # Panics
     /// If `problem` does not [`fits`] `W`.
-    pub(crate) fn new(problem: &Problem) -> Cells<W> {
+    pub(crate) fn new(problem: &Problem, ties: Order) -> Cells<W> {
         assert!(fits::<W>(problem), "the problem is too large for this word");
         let items = problem.items();
         let n = items.len();
@@ -743,6 +861,7 @@ impl<W: Word> Cells<W> {
         // A solution has at most one option per primary item; forced moves
         // and branchings each choose one.
         let depth = problem.primary_count() + 2;
+        let force = ForceStack::new(n, ties == Order::Exact);
         Cells {
             nd0: nd.clone(),
             set0: set.clone(),
@@ -755,9 +874,10 @@ impl<W: Word> Cells<W> {
             second,
             node_option,
             colors: problem.has_colors(),
+            exact: ties == Order::Exact,
             active: n as u32,
             updates: 0,
-            force: ForceStack::new(n),
+            force,
             save: Vec::new(),
             save_limit: usize::try_from(super::memory::cells_save_entries(problem))
                 .unwrap_or(usize::MAX),
@@ -782,6 +902,14 @@ impl<W: Word> Cells<W> {
             countdown: 0,
             plain_count: true,
             cuts: Vec::new(),
+        }
+    }
+
+    pub(crate) fn order(&self) -> Order {
+        if self.exact {
+            Order::Exact
+        } else {
+            Order::Ssxcc
         }
     }
 
@@ -904,6 +1032,9 @@ impl<W: Word> Cells<W> {
     /// item, `NONE` (no item) at a solution.
     #[inline(always)]
     fn next_item(&mut self) -> (u32, u32) {
+        if self.exact {
+            return self.next_item_exact();
+        }
         while let Some(x) = self.force.pop() {
             if self.position(x) < self.active {
                 return (x, 1);
@@ -911,6 +1042,28 @@ impl<W: Word> Cells<W> {
         }
         let (best, t) = self.choose();
         match self.force.pop() {
+            Some(x) => (x, 1),
+            None => (best, t),
+        }
+    }
+
+    /// [`Cells::next_item`] in `Order::Exact`: the smallest active item
+    /// waiting to be forced rather than the last one pushed.
+    #[inline(always)]
+    fn next_item_exact(&mut self) -> (u32, u32) {
+        let set = self.set.as_ptr();
+        let (set0, item0) = (self.set0.as_ptr(), self.item0.as_ptr());
+        let active = self.active;
+        // SAFETY: the stack holds items of `set`, whose pristine positions
+        // index `item0`.
+        let index = |x: u32| unsafe { pos_before(set0, x) };
+        let item = |i: u32| unsafe { (*item0.add(i as usize)).get() };
+        let is_active = |x: u32| unsafe { pos_before(set, x) } < active;
+        if let Some(x) = self.force.take_smallest(index, item, is_active) {
+            return (x, 1);
+        }
+        let (best, t) = self.choose();
+        match self.force.take_smallest(index, item, is_active) {
             Some(x) => (x, 1),
             None => (best, t),
         }
@@ -1005,6 +1158,9 @@ impl<W: Word> Cells<W> {
         self.active = active;
         self.updates += updates;
         if !ok {
+            if self.exact {
+                self.updates -= self.force.failed_hide;
+            }
             self.force.clear();
         }
         ok

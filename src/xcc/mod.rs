@@ -14,8 +14,8 @@ pub(crate) mod testing;
 
 pub use problem::{Problem, ProblemBuilder, ProblemError};
 pub use search::{
-    Collect, CountOnly, Engine, Flow, Layout, Outcome, PathNode, Probe, ProbeEnd, ProgressView,
-    Request, RunConfig, RunError, SolutionView, Solver, Stats, Status, TaskError,
+    Collect, CountOnly, Engine, Flow, Layout, Order, Outcome, PathNode, Probe, ProbeEnd,
+    ProgressView, Request, RunConfig, RunError, SolutionView, Solver, Stats, Status, TaskError,
     UnsupportedEngine, Visitor,
 };
 pub use task::{Cut, Decision, Task, ALL};

@@ -19,6 +19,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+pub use super::cells::Order;
 use super::cells::{self, Cells};
 use super::links::{node_count, Links, Narrow, NodeRepr, Wide, ROOT};
 use super::problem::Problem;
@@ -494,17 +495,43 @@ impl Solver {
     ) -> Result<Solver, UnsupportedEngine> {
         match engine {
             Engine::Links => Ok(Solver::with_layout(problem, layout)),
-            Engine::Cells if cells::supports(problem) => Ok(Solver {
-                engine: if layout == Layout::Narrow && cells::fits::<u16>(problem) {
-                    Inner::CellsNarrow(Box::new(Cells::new(problem)))
-                } else if cells::fits_first_level_cache(problem) {
-                    Inner::CellsInCache(Box::new(Cells::new(problem)))
-                } else {
-                    Inner::Cells(Box::new(Cells::new(problem)))
-                },
-            }),
-            Engine::Cells => Err(UnsupportedEngine { engine }),
+            Engine::Cells => Solver::cells(problem, layout, Order::Exact),
         }
+    }
+
+    /// A cells solver in the given layout (as [`Solver::with_engine_layout`])
+    /// breaking ties by `order`.
+    pub fn cells(
+        problem: &Problem,
+        layout: Layout,
+        order: Order,
+    ) -> Result<Solver, UnsupportedEngine> {
+        if !cells::supports(problem) {
+            return Err(UnsupportedEngine {
+                engine: Engine::Cells,
+            });
+        }
+        Ok(Solver {
+            engine: if layout == Layout::Narrow && cells::fits::<u16>(problem) {
+                Inner::CellsNarrow(Box::new(Cells::new(problem, order)))
+            } else if cells::fits_first_level_cache(problem) {
+                Inner::CellsInCache(Box::new(Cells::new(problem, order)))
+            } else {
+                Inner::Cells(Box::new(Cells::new(problem, order)))
+            },
+        })
+    }
+
+    /// A cells solver that makes SSXCC's own choices ([`Order::Ssxcc`]), in
+    /// the layout [`Solver::with_engine`] picks: a whole run counts the
+    /// nodes and updates of Knuth's SSXCC (bench/ssxcc-reference.tsv).
+    pub fn ssxcc(problem: &Problem) -> Result<Solver, UnsupportedEngine> {
+        let layout = if cells::narrow_pays(problem) {
+            Layout::Narrow
+        } else {
+            Layout::Wide
+        };
+        Solver::cells(problem, layout, Order::Ssxcc)
     }
 
     /// A links solver with the given node layout; `Narrow` falls back to
@@ -526,8 +553,21 @@ impl Solver {
 
     /// A fresh solver like this one (same engine and layout), for `problem`.
     pub fn rebuilt(&self, problem: &Problem) -> Solver {
-        Solver::with_engine_layout(problem, self.engine(), self.layout())
-            .unwrap_or_else(|_| Solver::with_layout(problem, self.layout()))
+        match self.order() {
+            Some(order) => Solver::cells(problem, self.layout(), order),
+            None => Solver::with_engine_layout(problem, self.engine(), self.layout()),
+        }
+        .unwrap_or_else(|_| Solver::with_layout(problem, self.layout()))
+    }
+
+    /// How a cells solver breaks ties (`None` for links).
+    pub fn order(&self) -> Option<Order> {
+        match &self.engine {
+            Inner::Narrow(_) | Inner::Wide(_) => None,
+            Inner::CellsNarrow(s) => Some(s.order()),
+            Inner::CellsInCache(s) => Some(s.order()),
+            Inner::Cells(s) => Some(s.order()),
+        }
     }
 
     /// The engine in use.

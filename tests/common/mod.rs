@@ -17,6 +17,7 @@
 //!
 //! Include with `mod common;` from a test crate.
 
+pub mod cluster;
 pub mod futoshiki;
 pub mod hidato;
 pub mod hitori;
