@@ -43,7 +43,8 @@ enum Command {
     /// Knuth's random probes, before running it.
     Estimate(estimate::EstimateArgs),
     /// Serve the gRPC API with a pool of worker threads.
-    Serve(serve::ServeArgs),
+    // Boxed: its many flags make it far larger than the other commands.
+    Serve(Box<serve::ServeArgs>),
     /// Run the benchmark instances single-threaded and print a table.
     Bench(bench::BenchArgs),
     /// Puzzles as XCC problems: solve, encode, check, generate.
@@ -70,7 +71,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Solve(args) => solve::run(args),
         Command::Estimate(args) => estimate::run(args),
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(*args),
         Command::Bench(args) => bench::run(args),
         Command::Worker(args) => worker::run(args),
         // `check` exits 1 for an invalid puzzle without being an error.
