@@ -21,6 +21,7 @@ use super::convert;
 use super::job::{Class, Delivery, EndReason, Event, Job, JobSpec};
 use super::jobs::{self, JobRegistry};
 use super::pool::Pool;
+use super::status;
 use super::store::{JobStore, NewJob, StoreError, StoredRequest, Write};
 use crate::run::Failure;
 use crate::xcc::Problem;
@@ -88,14 +89,22 @@ pub fn delivery(count_only: bool) -> Delivery {
 }
 
 impl Durability {
-    /// Why a new job cannot be stored now, if it cannot.
-    pub fn refuse_new_job(&self) -> Option<String> {
+    /// Why a new job cannot be stored now, if it cannot: a store that
+    /// cannot be written is checked again first (room may have come back).
+    pub fn refuse_new_job(&self) -> Option<tonic::Status> {
+        if let Some(cause) = self.store.writable() {
+            return Some(status::store(&StoreError::Unwritable {
+                cause,
+                detail: String::new(),
+            }));
+        }
         match self.store.total_bytes() {
-            Ok(bytes) if bytes >= self.limits.max_total_bytes => {
-                Some(store_full(bytes, self.limits.max_total_bytes))
-            }
+            Ok(bytes) if bytes >= self.limits.max_total_bytes => Some(status::exhausted(
+                "STORE_FULL",
+                store_full(bytes, self.limits.max_total_bytes),
+            )),
             Ok(_) => None,
-            Err(error) => Some(error.to_string()),
+            Err(error) => Some(status::store(&error)),
         }
     }
 
