@@ -249,7 +249,32 @@ pub fn resume_all(
     let store = &durability.store;
     pool.ids_above(store.max_job_id()?);
     let mut resumed = 0;
-    for stored in store.resume()? {
+    let unfinished = match store.degraded() {
+        Some(cause) => Err(cause),
+        // Resuming writes (it drops solutions past each snapshot).
+        None => match store.resume() {
+            Err(error) => Err(error.cause().ok_or(error)?),
+            Ok(jobs) => Ok(jobs),
+        },
+    };
+    let unfinished = match unfinished {
+        Ok(jobs) => jobs,
+        Err(cause) => {
+            // A store that cannot be written runs no job: each stays as it
+            // is stored, readable, and resumes at a start with room.
+            let why = format!(
+                "not resumed: the job store cannot be written ({}); the job resumes when the \
+                 server starts again on a writable store",
+                cause.advice()
+            );
+            for job in store.list()?.into_iter().filter(|job| job.ended.is_none()) {
+                tracing::warn!(job = job.id, "{why}");
+                registry.insert_unresumed(&job, &why);
+            }
+            return Ok(0);
+        }
+    };
+    for stored in unfinished {
         let snapshot = stored.snapshot.expect("resume returns snapshots");
         let problem = ProblemData::decode(stored.problem.as_slice())
             .map_err(|e| e.to_string())
