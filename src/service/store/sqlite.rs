@@ -656,8 +656,12 @@ impl JobStore for SqliteStore {
                 Some(Cause::of_io(&io).unwrap_or(Cause::Full))
             }
             // A write that SQLite must put in its log, to see that it can.
+            // (a value that changes: SQLite skips writing an unchanged row).
             Ok(()) => connection
-                .execute("UPDATE meta SET value = value WHERE key = 'schema'", [])
+                .execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('write-probe', ?1)",
+                    [format!("{:?}", std::time::SystemTime::now())],
+                )
                 .map_err(StoreError::from)
                 .err()
                 .and_then(|e| e.cause()),
