@@ -114,13 +114,45 @@ impl RunningServer {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        let result = (&mut self.task).await.expect("server task panicked");
-        if let Some(workers) = self.worker_task.take() {
-            workers.await.expect("worker listener task panicked")?;
+        // The jobs have stopped once the listeners drain, so a connection
+        // that keeps a listener waiting longer (a worker's session that did
+        // not notice the shutdown) holds nothing worth waiting for: after
+        // [`DRAIN_TIMEOUT`] the listener is dropped and the process exits.
+        let result = match drained(&mut self.task, "the API").await {
+            Some(result) => result,
+            None => Ok(()),
+        };
+        if let Some(mut workers) = self.worker_task.take() {
+            if let Some(result) = drained(&mut workers, "the workers'").await {
+                result?;
+            }
         }
         let pool = self.pool.clone();
         let _ = tokio::task::spawn_blocking(move || pool.shutdown()).await;
         result
+    }
+}
+
+/// How long a stopping server waits for a listener's connections to close.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Waits for a listener's task to end, at most [`DRAIN_TIMEOUT`]; then
+/// aborts it (`None`).
+async fn drained(
+    task: &mut JoinHandle<Result<(), tonic::transport::Error>>,
+    which: &str,
+) -> Option<Result<(), tonic::transport::Error>> {
+    match tokio::time::timeout(DRAIN_TIMEOUT, &mut *task).await {
+        Ok(result) => Some(result.expect("listener task panicked")),
+        Err(_) => {
+            tracing::warn!(
+                listener = which,
+                seconds = DRAIN_TIMEOUT.as_secs(),
+                "connections still open after the jobs stopped: closing them"
+            );
+            task.abort();
+            None
+        }
     }
 }
 
