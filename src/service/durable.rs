@@ -21,6 +21,7 @@ use super::convert;
 use super::job::{Class, Delivery, EndReason, Event, Job, JobSpec};
 use super::jobs::{self, JobRegistry};
 use super::pool::Pool;
+use super::status;
 use super::store::{JobStore, NewJob, StoreError, StoredRequest, Write};
 use crate::run::Failure;
 use crate::xcc::Problem;
@@ -88,14 +89,22 @@ pub fn delivery(count_only: bool) -> Delivery {
 }
 
 impl Durability {
-    /// Why a new job cannot be stored now, if it cannot.
-    pub fn refuse_new_job(&self) -> Option<String> {
+    /// Why a new job cannot be stored now, if it cannot: a store that
+    /// cannot be written is checked again first (room may have come back).
+    pub fn refuse_new_job(&self) -> Option<tonic::Status> {
+        if let Some(cause) = self.store.writable() {
+            return Some(status::store(&StoreError::Unwritable {
+                cause,
+                detail: String::new(),
+            }));
+        }
         match self.store.total_bytes() {
-            Ok(bytes) if bytes >= self.limits.max_total_bytes => {
-                Some(store_full(bytes, self.limits.max_total_bytes))
-            }
+            Ok(bytes) if bytes >= self.limits.max_total_bytes => Some(status::exhausted(
+                "STORE_FULL",
+                store_full(bytes, self.limits.max_total_bytes),
+            )),
             Ok(_) => None,
-            Err(error) => Some(error.to_string()),
+            Err(error) => Some(status::store(&error)),
         }
     }
 
@@ -240,7 +249,32 @@ pub fn resume_all(
     let store = &durability.store;
     pool.ids_above(store.max_job_id()?);
     let mut resumed = 0;
-    for stored in store.resume()? {
+    let unfinished = match store.degraded() {
+        Some(cause) => Err(cause),
+        // Resuming writes (it drops solutions past each snapshot).
+        None => match store.resume() {
+            Err(error) => Err(error.cause().ok_or(error)?),
+            Ok(jobs) => Ok(jobs),
+        },
+    };
+    let unfinished = match unfinished {
+        Ok(jobs) => jobs,
+        Err(cause) => {
+            // A store that cannot be written runs no job: each stays as it
+            // is stored, readable, and resumes at a start with room.
+            let why = format!(
+                "not resumed: the job store cannot be written ({}); the job resumes when the \
+                 server starts again on a writable store",
+                cause.advice()
+            );
+            for job in store.list()?.into_iter().filter(|job| job.ended.is_none()) {
+                tracing::warn!(job = job.id, "{why}");
+                registry.insert_unresumed(&job, &why);
+            }
+            return Ok(0);
+        }
+    };
+    for stored in unfinished {
         let snapshot = stored.snapshot.expect("resume returns snapshots");
         let problem = ProblemData::decode(stored.problem.as_slice())
             .map_err(|e| e.to_string())

@@ -393,18 +393,16 @@ impl SolverService for SolverApi {
             None => self.submit(problem, spec)?,
             Some(durability) => {
                 let d = durability.clone();
-                if let Some(why) = blocking(move || Ok(d.refuse_new_job())).await? {
-                    return Err(status::exhausted("STORE_FULL", why));
+                if let Some(refusal) = blocking(move || Ok(d.refuse_new_job())).await? {
+                    return Err(refusal);
                 }
                 spec.delivery = durable::delivery(req.count_only);
                 spec.durable = true;
                 let job = self.submit(problem, spec)?;
                 let (d, j) = (durability.clone(), job.clone());
-                if let Err(status) = blocking(move || {
-                    d.create(&j, req.count_only)
-                        .map_err(|e| Status::unavailable(e.to_string()))
-                })
-                .await
+                if let Err(status) =
+                    blocking(move || d.create(&j, req.count_only).map_err(|e| status::store(&e)))
+                        .await
                 {
                     self.pool.cancel(&job, EndReason::Cancelled);
                     return Err(status);
@@ -680,11 +678,7 @@ impl SolverService for SolverApi {
         }
         let jobs = self.jobs.clone();
         let id = entry.id();
-        blocking(move || {
-            jobs.remove(id)
-                .map_err(|e| Status::unavailable(e.to_string()))
-        })
-        .await?;
+        blocking(move || jobs.remove(id).map_err(|e| status::store(&e))).await?;
         tracing::info!(job = id, "job deleted");
         Ok(Response::new(pb::DeleteJobResponse {}))
     }

@@ -235,6 +235,26 @@ impl JobRegistry {
         Some(Entry::Ended(Arc::new(Record::stored(&job)?)))
     }
 
+    /// Keeps a stored job that did not end but cannot run now (its store
+    /// cannot be written) readable, as failed for `why`, with its committed
+    /// solutions; it resumes at a later start, as it is in the store.
+    pub fn insert_unresumed(&self, job: &StoredJob, why: &str) {
+        let mut message = failed_message(job.id, &job.request, why);
+        message.stored_solutions = job.committed;
+        let record = Record {
+            id: job.id,
+            owner: Caller(job.request.owner.as_deref().map(Arc::from)),
+            message,
+            solutions: Vec::new(),
+            packed_index_bytes: 0,
+            bytes: 0,
+            ended: Instant::now(),
+        };
+        let mut entries = self.entries.locked();
+        entries.records += 1;
+        entries.by_id.insert(job.id, Entry::Ended(Arc::new(record)));
+    }
+
     pub fn insert(&self, job: Arc<Job>) {
         let mut entries = self.entries.locked();
         entries.by_id.insert(job.id, Entry::Live(job));

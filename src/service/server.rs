@@ -257,6 +257,9 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<PuzzleServiceServer<PuzzleApi>>().await;
     health.set_serving::<SolverServiceServer<SolverApi>>().await;
+    if let Some(durability) = &durability {
+        tokio::spawn(watch_store(durability.store.clone(), health.clone()));
+    }
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -489,5 +492,50 @@ mod tests {
                 .unwrap_err();
             assert_eq!(status.code(), tonic::Code::Internal, "{status:?}");
         }
+    }
+}
+
+/// The health service that says whether new durable jobs are taken.
+pub const STORE_HEALTH: &str = "xccd.v1.JobStore";
+
+/// Keeps the store's health (`xccd.v1.JobStore`: NOT_SERVING while it
+/// cannot be written) and `xccd_store_degraded{cause}` up to date, until the
+/// store is gone.
+async fn watch_store(
+    store: Arc<dyn super::store::JobStore>,
+    health: tonic_health::server::HealthReporter,
+) {
+    use super::store::Cause;
+    let mut last = None;
+    let mut first = true;
+    loop {
+        let now = store.degraded();
+        if first || now != last {
+            let serving = if now.is_none() {
+                tonic_health::ServingStatus::Serving
+            } else {
+                tonic_health::ServingStatus::NotServing
+            };
+            health.set_service_status(STORE_HEALTH, serving).await;
+            for cause in Cause::ALL {
+                metrics::gauge!("xccd_store_degraded", "cause" => cause.label())
+                    .set(if now == Some(cause) { 1.0 } else { 0.0 });
+            }
+            match now {
+                Some(cause) => tracing::warn!(
+                    cause = cause.label(),
+                    "the job store cannot be written; no new durable jobs: {}",
+                    cause.advice()
+                ),
+                None if !first => tracing::info!("the job store can be written again"),
+                None => {}
+            }
+            last = now;
+            first = false;
+        }
+        if Arc::strong_count(&store) == 1 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }

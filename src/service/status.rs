@@ -106,6 +106,25 @@ pub fn no_workers(message: impl Into<String>) -> Status {
     Status::with_error_details(Code::Unavailable, message, details)
 }
 
+/// The status of a call the job store failed: one that cannot be written
+/// says why in an `ErrorInfo` (`STORE_DISK_FULL` is RESOURCE_EXHAUSTED,
+/// `STORE_READ_ONLY` and `STORE_PERMISSION_DENIED` are UNAVAILABLE: an
+/// operator must act); any other failure is UNAVAILABLE.
+pub fn store(error: &crate::service::store::StoreError) -> Status {
+    use crate::service::store::Cause;
+    let code = match error.cause() {
+        Some(Cause::Full) => Code::ResourceExhausted,
+        Some(_) => Code::Unavailable,
+        None => return Status::unavailable(error.to_string()),
+    };
+    let reason = error.cause().map(Cause::reason).unwrap_or_default();
+    Status::with_error_details(
+        code,
+        error.to_string(),
+        ErrorDetails::with_error_info(reason, DOMAIN, std::collections::HashMap::new()),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

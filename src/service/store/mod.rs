@@ -22,6 +22,70 @@ use crate::xcc::{Engine, Stats, Task};
 
 pub use sqlite::SqliteStore;
 
+/// Why a store cannot be written: each has its own remedy, its own
+/// `ErrorInfo` reason, and its own value of `xccd_store_degraded{cause}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// The volume is full (SQLITE_FULL, ENOSPC).
+    Full,
+    /// The file system or the file is read-only (SQLITE_READONLY, EROFS).
+    ReadOnly,
+    /// This process may not write there (EACCES, EPERM).
+    PermissionDenied,
+}
+
+impl Cause {
+    pub const ALL: [Cause; 3] = [Cause::Full, Cause::ReadOnly, Cause::PermissionDenied];
+
+    /// The `ErrorInfo` reason of a refusal for this cause.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Cause::Full => "STORE_DISK_FULL",
+            Cause::ReadOnly => "STORE_READ_ONLY",
+            Cause::PermissionDenied => "STORE_PERMISSION_DENIED",
+        }
+    }
+
+    /// The metric label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Cause::Full => "full",
+            Cause::ReadOnly => "read_only",
+            Cause::PermissionDenied => "permission_denied",
+        }
+    }
+
+    /// What it is and what to do about it.
+    pub fn advice(self) -> &'static str {
+        match self {
+            Cause::Full => {
+                "the disk of the data directory is full; delete jobs (DeleteJob) or free room \
+                 on the volume"
+            }
+            Cause::ReadOnly => {
+                "the data directory is on a read-only file system (or the store file is \
+                 read-only); remount it read-write (or give --data-dir a writable directory) \
+                 and restart"
+            }
+            Cause::PermissionDenied => {
+                "this process may not write the data directory or its store file; give its \
+                 user write permission (or another --data-dir) and restart"
+            }
+        }
+    }
+
+    /// The cause of an I/O error, if it is one of these.
+    pub fn of_io(error: &std::io::Error) -> Option<Cause> {
+        use std::io::ErrorKind;
+        match error.kind() {
+            ErrorKind::StorageFull | ErrorKind::QuotaExceeded => Some(Cause::Full),
+            ErrorKind::ReadOnlyFilesystem => Some(Cause::ReadOnly),
+            ErrorKind::PermissionDenied => Some(Cause::PermissionDenied),
+            _ => None,
+        }
+    }
+}
+
 /// Errors of a job store, each saying what to do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -31,17 +95,40 @@ pub enum StoreError {
         "the job store is damaged ({0}); restore it from a backup, or move it away to start empty"
     )]
     Corrupt(String),
+    /// The store cannot be written, for `cause`.
+    #[error("the job store cannot be written: {}", .cause.advice())]
+    Unwritable { cause: Cause, detail: String },
     #[error("the job store: {0}")]
     Io(String),
 }
 
+impl StoreError {
+    /// Why the store cannot be written, if that is the error.
+    pub fn cause(&self) -> Option<Cause> {
+        match self {
+            StoreError::Unwritable { cause, .. } => Some(*cause),
+            _ => None,
+        }
+    }
+}
+
 impl From<rusqlite::Error> for StoreError {
     fn from(error: rusqlite::Error) -> StoreError {
-        match error.sqlite_error_code() {
+        let cause = match error.sqlite_error_code() {
             Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase) => {
-                StoreError::Corrupt(error.to_string())
+                return StoreError::Corrupt(error.to_string())
             }
-            _ => StoreError::Io(error.to_string()),
+            Some(rusqlite::ErrorCode::DiskFull) => Some(Cause::Full),
+            Some(rusqlite::ErrorCode::ReadOnly) => Some(Cause::ReadOnly),
+            Some(rusqlite::ErrorCode::PermissionDenied) => Some(Cause::PermissionDenied),
+            _ => None,
+        };
+        match cause {
+            Some(cause) => StoreError::Unwritable {
+                cause,
+                detail: error.to_string(),
+            },
+            None => StoreError::Io(error.to_string()),
         }
     }
 }
@@ -184,4 +271,10 @@ pub trait JobStore: Send + Sync {
     fn delete(&self, id: JobId) -> StoreResult<bool>;
     /// Bytes that all stored solutions take.
     fn total_bytes(&self) -> StoreResult<u64>;
+    /// Why the store could not be written when last tried, if it could not
+    /// (cheap: for health and metrics).
+    fn degraded(&self) -> Option<Cause>;
+    /// Tries again whether the store can be written (room may have come
+    /// back), and says why not if it cannot.
+    fn writable(&self) -> Option<Cause>;
 }

@@ -19,7 +19,8 @@ use std::sync::Mutex;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{
-    codec, JobStore, NewJob, Snapshot, StoreError, StoreResult, StoredJob, StoredRequest, Write,
+    codec, Cause, JobStore, NewJob, Snapshot, StoreError, StoreResult, StoredJob, StoredRequest,
+    Write,
 };
 use crate::run::SolutionIndices;
 use crate::service::job::JobId;
@@ -30,9 +31,51 @@ const SCHEMA: &str = "xccd-jobs-1";
 /// Bytes a chunk row costs beside its solutions, roughly.
 const CHUNK_OVERHEAD: u64 = 24;
 
+/// Bytes of `jobs.reserve`, a file kept beside the store while there is
+/// room, and deleted to let a DeleteJob through when the volume is full
+/// (deleting rows writes to the log first).
+const RESERVE_BYTES: usize = 1 << 20;
+
 pub struct SqliteStore {
     connection: Mutex<Connection>,
     path: PathBuf,
+    reserve: PathBuf,
+    /// Opened read-only (its directory cannot be written): writes wait for
+    /// a restart.
+    read_only: bool,
+    /// Why the store could not be written when last tried.
+    degraded: Mutex<Option<Cause>>,
+}
+
+/// The cause of `error`, when SQLite reports only an I/O failure or a file
+/// it cannot open: found by trying to create a file in `dir`.
+fn classify(dir: &Path, error: StoreError) -> StoreError {
+    if matches!(error, StoreError::Corrupt(_)) || error.cause().is_some() {
+        return error;
+    }
+    let probe = dir.join(".xccd-write-probe");
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&probe)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, &[0u8; 4096]))
+    {
+        Ok(()) => {
+            let _ = std::fs::remove_file(&probe);
+            error
+        }
+        Err(io) => {
+            let _ = std::fs::remove_file(&probe);
+            match Cause::of_io(&io) {
+                Some(cause) => StoreError::Unwritable {
+                    cause,
+                    detail: format!("{error} ({}: {io})", dir.display()),
+                },
+                None => error,
+            }
+        }
+    }
 }
 
 fn json<T: serde::Serialize>(value: &T) -> String {
@@ -44,18 +87,57 @@ fn parse<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> StoreResult<
 }
 
 impl SqliteStore {
-    /// Opens (or creates) the store in `dir`.
+    /// Opens (or creates) the store in `dir`. A store that opens but cannot
+    /// be written (a full volume, a read-only file system, no permission)
+    /// opens degraded: it reads and, on a full volume, deletes; see
+    /// [`JobStore::degraded`].
     pub fn open(dir: &Path) -> StoreResult<SqliteStore> {
+        let reserve = dir.join("jobs.reserve");
+        let first = match Self::open_with(dir, false) {
+            Ok(store) => {
+                store.writable();
+                return Ok(store);
+            }
+            Err(error) => classify(dir, error),
+        };
+        match first.cause() {
+            // The reserve makes room for what opening writes.
+            Some(Cause::Full) if std::fs::remove_file(&reserve).is_ok() => {
+                let store = Self::open_with(dir, false).map_err(|e| classify(dir, e))?;
+                store.writable();
+                Ok(store)
+            }
+            Some(cause @ (Cause::ReadOnly | Cause::PermissionDenied))
+                if dir.join("jobs.sqlite").exists() =>
+            {
+                let store = Self::open_with(dir, true).map_err(|_| first)?;
+                tracing::warn!(
+                    cause = cause.label(),
+                    "the job store opened read-only: {}",
+                    cause.advice()
+                );
+                *store.degraded.locked() = Some(cause);
+                Ok(store)
+            }
+            _ => Err(first),
+        }
+    }
+
+    fn open_with(dir: &Path, read_only: bool) -> StoreResult<SqliteStore> {
         let path = dir.join("jobs.sqlite");
         let open_error = |message: String| StoreError::Open {
             path: path.display().to_string(),
             message,
         };
-        std::fs::create_dir_all(dir).map_err(|e| {
-            open_error(format!(
+        std::fs::create_dir_all(dir).map_err(|e| match Cause::of_io(&e) {
+            Some(cause) => StoreError::Unwritable {
+                cause,
+                detail: format!("cannot create the data directory {}: {e}", dir.display()),
+            },
+            None => open_error(format!(
                 "cannot create the data directory {}: {e}",
                 dir.display()
-            ))
+            )),
         })?;
         // SQLite takes an empty file for a new store: one that had jobs and
         // was truncated to nothing must not start empty and silent.
@@ -65,7 +147,28 @@ impl SqliteStore {
                 path.display()
             )));
         }
-        let connection = Connection::open(&path).map_err(|e| open_error(e.to_string()))?;
+        let connection = if read_only {
+            // Immutable: nothing can change the file under a read-only
+            // mount, and a write-ahead log's index could not be created.
+            let uri = format!(
+                "file:{}?immutable=1",
+                path.display()
+                    .to_string()
+                    .replace('%', "%25")
+                    .replace('?', "%3f")
+                    .replace('#', "%23")
+            );
+            Connection::open_with_flags(
+                uri,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+            )
+        } else {
+            Connection::open(&path)
+        }
+        .map_err(|e| match StoreError::from(e) {
+            error @ StoreError::Unwritable { .. } => error,
+            other => open_error(other.to_string()),
+        })?;
         let busy = |e: rusqlite::Error| match e.sqlite_error_code() {
             Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
                 open_error(
@@ -76,6 +179,9 @@ impl SqliteStore {
             }
             _ => StoreError::from(e),
         };
+        if read_only {
+            return Self::read_only(connection, path, dir);
+        }
         connection
             .execute_batch("PRAGMA locking_mode = EXCLUSIVE;")
             .map_err(busy)?;
@@ -96,6 +202,9 @@ impl SqliteStore {
         if check != "ok" {
             return Err(StoreError::Corrupt(format!("{}: {check}", path.display())));
         }
+        // Deleted jobs give their pages back to the volume (see `delete`):
+        // on a full disk that is what makes room. (A setting of new stores.)
+        connection.execute_batch("PRAGMA auto_vacuum = INCREMENTAL;")?;
         connection.execute_batch(
             "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS jobs (
@@ -136,7 +245,53 @@ impl SqliteStore {
         Ok(SqliteStore {
             connection: Mutex::new(connection),
             path,
+            reserve: dir.join("jobs.reserve"),
+            read_only: false,
+            degraded: Mutex::new(None),
         })
+    }
+
+    /// The store of a directory that cannot be written, for reading.
+    fn read_only(connection: Connection, path: PathBuf, dir: &Path) -> StoreResult<SqliteStore> {
+        let check: String = connection.query_row("PRAGMA quick_check", [], |row| row.get(0))?;
+        if check != "ok" {
+            return Err(StoreError::Corrupt(format!("{}: {check}", path.display())));
+        }
+        let schema: Option<String> = connection
+            .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |row| {
+                row.get(0)
+            })
+            .optional()?;
+        if schema.as_deref() != Some(SCHEMA) {
+            return Err(StoreError::Open {
+                path: path.display().to_string(),
+                message: format!("it does not hold jobs of schema {SCHEMA}"),
+            });
+        }
+        Ok(SqliteStore {
+            connection: Mutex::new(connection),
+            path,
+            reserve: dir.join("jobs.reserve"),
+            read_only: true,
+            degraded: Mutex::new(None),
+        })
+    }
+
+    /// Records the outcome of a write: a failure for want of room or of
+    /// permission degrades the store, until [`JobStore::writable`] finds it
+    /// writable again.
+    fn note<T>(&self, result: StoreResult<T>) -> StoreResult<T> {
+        if let Err(error) = &result {
+            if let Some(cause) = error.cause() {
+                *self.degraded.locked() = Some(cause);
+            }
+        }
+        result
+    }
+
+    /// Commits the log into the file, and shrinks the log.
+    fn checkpoint(connection: &Connection) {
+        let _ = connection.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
     }
 
     /// The store's file.
@@ -239,86 +394,92 @@ impl JobStore for SqliteStore {
     }
 
     fn create(&self, job: &NewJob) -> StoreResult<()> {
-        let connection = self.connection.locked();
-        connection.execute(
-            "INSERT INTO jobs (id, request, problem, committed, written, snapshot, ended, bytes)
-             VALUES (?1, ?2, ?3, 0, 0, ?4, NULL, 0)",
-            params![
-                job.id as i64,
-                json(&job.request),
-                job.problem,
-                json(&Snapshot::fresh())
-            ],
-        )?;
-        Ok(())
+        let result = (|| -> StoreResult<()> {
+            let connection = self.connection.locked();
+            connection.execute(
+                "INSERT INTO jobs (id, request, problem, committed, written, snapshot, ended, bytes)
+                 VALUES (?1, ?2, ?3, 0, 0, ?4, NULL, 0)",
+                params![
+                    job.id as i64,
+                    json(&job.request),
+                    job.problem,
+                    json(&Snapshot::fresh())
+                ],
+            )?;
+            Ok(())
+        })();
+        self.note(result)
     }
 
     fn apply(&self, id: JobId, writes: &[Write]) -> StoreResult<u64> {
-        let mut connection = self.connection.locked();
-        let tx = connection.transaction()?;
-        let (mut committed, mut written, mut bytes): (i64, i64, i64) = tx
-            .query_row(
-                "SELECT committed, written, bytes FROM jobs WHERE id = ?1",
-                [id as i64],
-                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-            )
-            .optional()?
-            .ok_or_else(|| StoreError::Io(format!("job {id} is not in the store")))?;
-        let mut snapshot = None;
-        let mut ended = None;
-        for write in writes {
-            match write {
-                Write::Solutions { first, solutions } => {
-                    if *first != written as u64 {
-                        return Err(StoreError::Io(format!(
-                            "job {id}: solutions from {first} written after {written}"
-                        )));
+        let result = (|| -> StoreResult<u64> {
+            let mut connection = self.connection.locked();
+            let tx = connection.transaction()?;
+            let (mut committed, mut written, mut bytes): (i64, i64, i64) = tx
+                .query_row(
+                    "SELECT committed, written, bytes FROM jobs WHERE id = ?1",
+                    [id as i64],
+                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+                )
+                .optional()?
+                .ok_or_else(|| StoreError::Io(format!("job {id} is not in the store")))?;
+            let mut snapshot = None;
+            let mut ended = None;
+            for write in writes {
+                match write {
+                    Write::Solutions { first, solutions } => {
+                        if *first != written as u64 {
+                            return Err(StoreError::Io(format!(
+                                "job {id}: solutions from {first} written after {written}"
+                            )));
+                        }
+                        if solutions.is_empty() {
+                            continue;
+                        }
+                        let mut data = Vec::with_capacity(solutions.len() * 16);
+                        let mut scratch = Vec::new();
+                        for solution in solutions {
+                            codec::encode_with(&mut data, solution, &mut scratch);
+                        }
+                        tx.execute(
+                            "INSERT INTO solutions (job, first, count, data) VALUES (?1, ?2, ?3, ?4)",
+                            params![id as i64, written, solutions.len() as i64, data],
+                        )?;
+                        written += solutions.len() as i64;
+                        bytes += (data.len() as u64 + CHUNK_OVERHEAD) as i64;
                     }
-                    if solutions.is_empty() {
-                        continue;
+                    Write::Snapshot(s) => {
+                        committed = committed.max((s.solutions as i64).min(written));
+                        snapshot = Some(json(s));
                     }
-                    let mut data = Vec::with_capacity(solutions.len() * 16);
-                    let mut scratch = Vec::new();
-                    for solution in solutions {
-                        codec::encode_with(&mut data, solution, &mut scratch);
+                    Write::Ended { solutions, message } => {
+                        committed = (*solutions as i64).min(written);
+                        ended = Some(message.clone());
                     }
-                    tx.execute(
-                        "INSERT INTO solutions (job, first, count, data) VALUES (?1, ?2, ?3, ?4)",
-                        params![id as i64, written, solutions.len() as i64, data],
-                    )?;
-                    written += solutions.len() as i64;
-                    bytes += (data.len() as u64 + CHUNK_OVERHEAD) as i64;
-                }
-                Write::Snapshot(s) => {
-                    committed = committed.max((s.solutions as i64).min(written));
-                    snapshot = Some(json(s));
-                }
-                Write::Ended { solutions, message } => {
-                    committed = (*solutions as i64).min(written);
-                    ended = Some(message.clone());
                 }
             }
-        }
-        if let Some(message) = ended {
-            tx.execute(
-                "UPDATE jobs SET committed = ?2, written = ?3, bytes = ?4, snapshot = NULL,
-                 ended = ?5 WHERE id = ?1",
-                params![id as i64, committed, written, bytes, message],
-            )?;
-        } else if let Some(snapshot) = snapshot {
-            tx.execute(
-                "UPDATE jobs SET committed = ?2, written = ?3, bytes = ?4, snapshot = ?5
-                 WHERE id = ?1",
-                params![id as i64, committed, written, bytes, snapshot],
-            )?;
-        } else {
-            tx.execute(
-                "UPDATE jobs SET written = ?2, bytes = ?3 WHERE id = ?1",
-                params![id as i64, written, bytes],
-            )?;
-        }
-        tx.commit()?;
-        Ok(bytes as u64)
+            if let Some(message) = ended {
+                tx.execute(
+                    "UPDATE jobs SET committed = ?2, written = ?3, bytes = ?4, snapshot = NULL,
+                     ended = ?5 WHERE id = ?1",
+                    params![id as i64, committed, written, bytes, message],
+                )?;
+            } else if let Some(snapshot) = snapshot {
+                tx.execute(
+                    "UPDATE jobs SET committed = ?2, written = ?3, bytes = ?4, snapshot = ?5
+                     WHERE id = ?1",
+                    params![id as i64, committed, written, bytes, snapshot],
+                )?;
+            } else {
+                tx.execute(
+                    "UPDATE jobs SET written = ?2, bytes = ?3 WHERE id = ?1",
+                    params![id as i64, written, bytes],
+                )?;
+            }
+            tx.commit()?;
+            Ok(bytes as u64)
+        })();
+        self.note(result)
     }
 
     fn resume(&self) -> StoreResult<Vec<StoredJob>> {
@@ -453,8 +614,60 @@ impl JobStore for SqliteStore {
 
     fn delete(&self, id: JobId) -> StoreResult<bool> {
         let connection = self.connection.locked();
-        let deleted = connection.execute("DELETE FROM jobs WHERE id = ?1", [id as i64])?;
+        let delete = || -> StoreResult<usize> {
+            Ok(connection.execute("DELETE FROM jobs WHERE id = ?1", [id as i64])?)
+        };
+        let deleted = match delete() {
+            // On a full volume the reserve gives the log room for the
+            // deletion; it comes back when there is room again.
+            Err(error) if error.cause() == Some(Cause::Full) => {
+                let _ = std::fs::remove_file(&self.reserve);
+                Self::checkpoint(&connection);
+                delete()
+            }
+            other => other,
+        };
+        let deleted = self.note(deleted)?;
+        let _ = connection.execute_batch("PRAGMA incremental_vacuum;");
+        Self::checkpoint(&connection);
         Ok(deleted > 0)
+    }
+
+    fn degraded(&self) -> Option<Cause> {
+        *self.degraded.locked()
+    }
+
+    fn writable(&self) -> Option<Cause> {
+        if self.read_only {
+            return self.degraded();
+        }
+        let connection = self.connection.locked();
+        let reserve = || -> std::io::Result<()> {
+            if std::fs::metadata(&self.reserve).is_ok_and(|m| m.len() == RESERVE_BYTES as u64) {
+                return Ok(());
+            }
+            let mut file = std::fs::File::create(&self.reserve)?;
+            std::io::Write::write_all(&mut file, &vec![0u8; RESERVE_BYTES])?;
+            file.sync_all()
+        };
+        let cause = match reserve() {
+            Err(io) => {
+                let _ = std::fs::remove_file(&self.reserve);
+                Some(Cause::of_io(&io).unwrap_or(Cause::Full))
+            }
+            // A write that SQLite must put in its log, to see that it can.
+            // (a value that changes: SQLite skips writing an unchanged row).
+            Ok(()) => connection
+                .execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('write-probe', ?1)",
+                    [format!("{:?}", std::time::SystemTime::now())],
+                )
+                .map_err(StoreError::from)
+                .err()
+                .and_then(|e| e.cause()),
+        };
+        *self.degraded.locked() = cause;
+        cause
     }
 
     fn total_bytes(&self) -> StoreResult<u64> {

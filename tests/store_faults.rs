@@ -1,0 +1,229 @@
+//! A store that cannot be written, on real mounts: a tmpfs that fills, and a
+//! read-only bind mount. The server still starts (degraded), reads and
+//! deletes jobs, refuses new durable ones naming the cause, and takes them
+//! again once there is room. Mounting needs root (CAP_SYS_ADMIN): without
+//! it each test says so and skips.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tonic::transport::Channel;
+use tonic::Code;
+use xccd::service::proto as pb;
+
+type Client = pb::solver_service_client::SolverServiceClient<Channel>;
+
+const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
+
+fn instance(name: &str) -> String {
+    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/instances"))
+        .join(format!("{name}.dlx"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// A mount, unmounted when dropped (even when the test fails).
+struct Mount(PathBuf);
+
+impl Mount {
+    /// Runs `mount args... dir`; None (with a note) when mounting is not
+    /// permitted here.
+    fn new(args: &[&str], dir: &Path) -> Option<Mount> {
+        let output = Command::new("mount").args(args).arg(dir).output();
+        match output {
+            Ok(output) if output.status.success() => Some(Mount(dir.to_path_buf())),
+            Ok(output) => {
+                eprintln!(
+                    "SKIPPED: cannot mount here (needs root): {}",
+                    String::from_utf8_lossy(&output.stderr).trim()
+                );
+                None
+            }
+            Err(e) => {
+                eprintln!("SKIPPED: no mount command: {e}");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+struct Server {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Server {
+    fn start(name: &str, dir: &Path, listen: SocketAddr) -> Server {
+        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("store-{name}.log"));
+        let child = Command::new(XCCD)
+            .args(["serve", "--listen", &listen.to_string(), "--threads", "1"])
+            .args(["--snapshot-interval", "0.1", "--data-dir"])
+            .arg(dir)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("a log file"))
+            .spawn()
+            .expect("start xccd");
+        Server { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    async fn connect(&mut self, addr: SocketAddr) -> Client {
+        let start = Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "the server exited ({status}) before serving: {}",
+                    self.log()
+                );
+            }
+            if let Ok(channel) = Channel::from_shared(format!("http://{addr}"))
+                .unwrap()
+                .connect()
+                .await
+            {
+                return Client::new(channel);
+            }
+            assert!(start.elapsed() < Duration::from_secs(30), "no server");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// SIGTERM, and wait for the exit.
+    fn terminate(mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let start = Instant::now();
+        while self.child.try_wait().expect("wait").is_none() {
+            assert!(start.elapsed() < Duration::from_secs(30), "no exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn request(text: &str) -> pb::SubmitJobRequest {
+    pb::SubmitJobRequest {
+        problem: Some(pb::Problem {
+            source: Some(pb::problem::Source::Dlx(text.to_string())),
+        }),
+        ..Default::default()
+    }
+}
+
+async fn get(client: &mut Client, job: &str) -> pb::Job {
+    client
+        .get_job(pb::GetJobRequest {
+            job_id: job.to_string(),
+            max_solutions: 1,
+        })
+        .await
+        .expect("GetJob")
+        .into_inner()
+        .job
+        .expect("a job")
+}
+
+async fn wait_done(client: &mut Client, job: &str) -> pb::Job {
+    let start = Instant::now();
+    loop {
+        let message = get(client, job).await;
+        if message.state == pb::JobState::Done as i32 {
+            return message;
+        }
+        assert!(start.elapsed() < Duration::from_secs(180), "{job} not done");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn store_health(client_addr: SocketAddr) -> i32 {
+    let channel = Channel::from_shared(format!("http://{client_addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    tonic_health::pb::health_client::HealthClient::new(channel)
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: "xccd.v1.JobStore".into(),
+        })
+        .await
+        .expect("health")
+        .into_inner()
+        .status
+}
+
+fn reason(status: &tonic::Status) -> String {
+    use tonic_types::StatusExt;
+    status
+        .get_details_error_info()
+        .map(|info| info.reason)
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_store_starts_degraded_and_says_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_port();
+    let mut server = Server::start("ro-1", dir.path(), addr);
+    let mut client = server.connect(addr).await;
+    let job = client
+        .submit_job(request(&instance("queens8")))
+        .await
+        .expect("SubmitJob")
+        .into_inner()
+        .job_id;
+    assert_eq!(wait_done(&mut client, &job).await.stored_solutions, 92);
+    server.terminate();
+    let Some(_bind) = Mount::new(&["--bind", &dir.path().display().to_string()], dir.path()) else {
+        return;
+    };
+    let Some(_ro) = Mount::new(&["-o", "remount,bind,ro"], dir.path()) else {
+        return;
+    };
+
+    let mut server = Server::start("ro-2", dir.path(), addr);
+    let mut client = server.connect(addr).await;
+    let read = get(&mut client, &job).await;
+    assert_eq!(read.stored_solutions, 92);
+    let refused = client
+        .submit_job(request(&instance("queens8")))
+        .await
+        .expect_err("a read-only store takes no job");
+    assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+    assert_eq!(reason(&refused), "STORE_READ_ONLY");
+    assert!(
+        refused.message().contains("read-only"),
+        "{}",
+        refused.message()
+    );
+    assert_eq!(
+        store_health(addr).await,
+        tonic_health::pb::health_check_response::ServingStatus::NotServing as i32
+    );
+    assert!(server.log().contains("read-only"), "{}", server.log());
+}
