@@ -427,6 +427,51 @@ async fn report_gauges(pool: std::sync::Weak<Pool>) {
     }
 }
 
+/// The health service that says whether new durable jobs are taken.
+pub const STORE_HEALTH: &str = "xccd.v1.JobStore";
+
+/// Keeps the store's health (`xccd.v1.JobStore`: NOT_SERVING while it
+/// cannot be written) and `xccd_store_degraded{cause}` up to date, until the
+/// store is gone.
+async fn watch_store(
+    store: Arc<dyn super::store::JobStore>,
+    health: tonic_health::server::HealthReporter,
+) {
+    use super::store::Cause;
+    let mut last = None;
+    let mut first = true;
+    loop {
+        let now = store.degraded();
+        if first || now != last {
+            let serving = if now.is_none() {
+                tonic_health::ServingStatus::Serving
+            } else {
+                tonic_health::ServingStatus::NotServing
+            };
+            health.set_service_status(STORE_HEALTH, serving).await;
+            for cause in Cause::ALL {
+                metrics::gauge!("xccd_store_degraded", "cause" => cause.label())
+                    .set(if now == Some(cause) { 1.0 } else { 0.0 });
+            }
+            match now {
+                Some(cause) => tracing::warn!(
+                    cause = cause.label(),
+                    "the job store cannot be written; no new durable jobs: {}",
+                    cause.advice()
+                ),
+                None if !first => tracing::info!("the job store can be written again"),
+                None => {}
+            }
+            last = now;
+            first = false;
+        }
+        if Arc::strong_count(&store) == 1 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -492,50 +537,5 @@ mod tests {
                 .unwrap_err();
             assert_eq!(status.code(), tonic::Code::Internal, "{status:?}");
         }
-    }
-}
-
-/// The health service that says whether new durable jobs are taken.
-pub const STORE_HEALTH: &str = "xccd.v1.JobStore";
-
-/// Keeps the store's health (`xccd.v1.JobStore`: NOT_SERVING while it
-/// cannot be written) and `xccd_store_degraded{cause}` up to date, until the
-/// store is gone.
-async fn watch_store(
-    store: Arc<dyn super::store::JobStore>,
-    health: tonic_health::server::HealthReporter,
-) {
-    use super::store::Cause;
-    let mut last = None;
-    let mut first = true;
-    loop {
-        let now = store.degraded();
-        if first || now != last {
-            let serving = if now.is_none() {
-                tonic_health::ServingStatus::Serving
-            } else {
-                tonic_health::ServingStatus::NotServing
-            };
-            health.set_service_status(STORE_HEALTH, serving).await;
-            for cause in Cause::ALL {
-                metrics::gauge!("xccd_store_degraded", "cause" => cause.label())
-                    .set(if now == Some(cause) { 1.0 } else { 0.0 });
-            }
-            match now {
-                Some(cause) => tracing::warn!(
-                    cause = cause.label(),
-                    "the job store cannot be written; no new durable jobs: {}",
-                    cause.advice()
-                ),
-                None if !first => tracing::info!("the job store can be written again"),
-                None => {}
-            }
-            last = now;
-            first = false;
-        }
-        if Arc::strong_count(&store) == 1 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
