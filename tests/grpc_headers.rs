@@ -6,6 +6,9 @@
 //! (not "no deadline"); a non-gRPC content-type gets HTTP 415 and
 //! `application/grpc+json` UNIMPLEMENTED.
 
+mod common;
+
+use common::queens::queens_dlx;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -18,24 +21,6 @@ use tonic_types::StatusExt;
 use xccd::service::proto as pb;
 
 const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
-
-fn queens_dlx(n: usize) -> String {
-    let mut text = String::new();
-    for i in 0..n {
-        text += &format!("r{i} c{i} ");
-    }
-    text += "|";
-    for d in 0..2 * n - 1 {
-        text += &format!(" a{d} b{d}");
-    }
-    text += "\n";
-    for i in 0..n {
-        for j in 0..n {
-            text += &format!("r{i} c{j} a{} b{}\n", i + j, i + n - 1 - j);
-        }
-    }
-    text
-}
 
 /// A Solve request for `n` queens, as a gRPC frame.
 fn solve_frame(n: usize, limit: u64) -> Bytes {

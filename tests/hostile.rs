@@ -40,6 +40,9 @@
 // Requests name the fields they set and default the rest.
 #![allow(clippy::needless_update)]
 
+mod common;
+
+use common::queens::queens_dlx;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -1423,26 +1426,6 @@ fn hostile() -> BoxedStrategy<Hostile> {
             read: MAX_MESSAGES,
         })
         .boxed()
-}
-
-/// The n queens problem in DLX format: a search tree deep enough that
-/// progress reports happen while it runs.
-fn queens_dlx(n: usize) -> String {
-    let mut text = String::new();
-    for i in 0..n {
-        text += &format!("r{i} c{i} ");
-    }
-    text += "|";
-    for d in 0..2 * n - 1 {
-        text += &format!(" a{d} b{d}");
-    }
-    text += "\n";
-    for i in 0..n {
-        for j in 0..n {
-            text += &format!("r{i} c{j} a{} b{}\n", i + j, i + n - 1 - j);
-        }
-    }
-    text
 }
 
 /// Searches that run for a while, always with a deadline (or a node

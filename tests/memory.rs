@@ -5,6 +5,9 @@
 //! slitherlink 140x140 (5 GB) and a blank 25x25 hidato, then answers
 //! `Solve(queens8)`. The CLI likewise.
 
+mod common;
+
+use common::queens::queens_dlx;
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -35,24 +38,6 @@ fn chain(n: usize) -> String {
     text.push('\n');
     for i in 0..n {
         text += &format!("x{i}\nx{i}\n");
-    }
-    text
-}
-
-fn queens_dlx(n: usize) -> String {
-    let mut text = String::new();
-    for i in 0..n {
-        text += &format!("r{i} c{i} ");
-    }
-    text += "|";
-    for d in 0..2 * n - 1 {
-        text += &format!(" a{d} b{d}");
-    }
-    text += "\n";
-    for i in 0..n {
-        for j in 0..n {
-            text += &format!("r{i} c{j} a{} b{}\n", i + j, i + n - 1 - j);
-        }
     }
     text
 }

@@ -7,6 +7,9 @@
 //! `xccd solve --count --server` cut off this way exits 3 and says the count
 //! is partial.
 
+mod common;
+
+use common::queens::queens_dlx;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -22,25 +25,6 @@ type Puzzles = pb::puzzle_service_client::PuzzleServiceClient<Channel>;
 
 const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
 const TOKEN: &str = "shutdown-test-worker-token";
-
-/// Knuth's n queens: a search of minutes for n = 16 and more.
-fn queens_dlx(n: usize) -> String {
-    let mut text = String::new();
-    for i in 0..n {
-        text += &format!("r{i} c{i} ");
-    }
-    text += "|";
-    for d in 0..2 * n - 1 {
-        text += &format!(" a{d} b{d}");
-    }
-    text += "\n";
-    for i in 0..n {
-        for j in 0..n {
-            text += &format!("r{i} c{j} a{} b{}\n", i + j, i + n - 1 - j);
-        }
-    }
-    text
-}
 
 fn problem(n: usize) -> Option<pb::Problem> {
     Some(pb::Problem {

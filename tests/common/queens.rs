@@ -43,3 +43,23 @@ pub fn render_queens(cols: &[usize]) -> String {
     }
     out
 }
+
+/// Knuth's n queens as DLX text: rows and columns primary, the diagonals
+/// secondary (a search of minutes for n = 16 and more).
+pub fn queens_dlx(n: usize) -> String {
+    let mut text = String::new();
+    for i in 0..n {
+        text += &format!("r{i} c{i} ");
+    }
+    text += "|";
+    for d in 0..2 * n - 1 {
+        text += &format!(" a{d} b{d}");
+    }
+    text += "\n";
+    for i in 0..n {
+        for j in 0..n {
+            text += &format!("r{i} c{j} a{} b{}\n", i + j, i + n - 1 - j);
+        }
+    }
+    text
+}
