@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use tonic::codec::CompressionEncoding;
 use tonic::service::interceptor::InterceptedService;
 
 use super::callers::{authenticate, ApiKeys};
@@ -156,6 +157,13 @@ async fn drained(
     }
 }
 
+/// HTTP/2 pings on every connection: one after 30 s without a frame (gRPC's
+/// clients accept pings this often; a client's own keepalive should be no
+/// more frequent than every 10 s), and a connection whose ping is not
+/// answered within 20 s is closed.
+pub const HTTP2_KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
+pub const HTTP2_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+
 fn setup_error(message: String) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidInput, message)
 }
@@ -179,7 +187,12 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         }
     }
     let tls = |client_ca: Option<Vec<u8>>| -> std::io::Result<tonic::transport::Server> {
-        let builder = tonic::transport::Server::builder();
+        // A stream may be silent for up to a progress interval (a day at
+        // most): pings keep its connection open through proxies and NATs
+        // that drop idle ones, and find a peer that is gone.
+        let builder = tonic::transport::Server::builder()
+            .http2_keepalive_interval(Some(HTTP2_KEEPALIVE_INTERVAL))
+            .http2_keepalive_timeout(Some(HTTP2_KEEPALIVE_TIMEOUT));
         match &config.tls {
             Some(tls) => builder
                 .tls_config(
@@ -246,12 +259,16 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
             config.api.clone(),
             durability.clone(),
         ))
-        .max_decoding_message_size(max_message),
+        .max_decoding_message_size(max_message)
+        .accept_compressed(CompressionEncoding::Gzip)
+        .send_compressed(CompressionEncoding::Gzip),
         authenticate(config.api_keys.clone()),
     );
     let puzzles = InterceptedService::new(
         PuzzleServiceServer::new(PuzzleApi::new(pool.clone(), config.api.puzzle_limits()))
-            .max_decoding_message_size(max_message),
+            .max_decoding_message_size(max_message)
+            .accept_compressed(CompressionEncoding::Gzip)
+            .send_compressed(CompressionEncoding::Gzip),
         authenticate(config.api_keys.clone()),
     );
     let (health, health_service) = tonic_health::server::health_reporter();
