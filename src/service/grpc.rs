@@ -516,7 +516,7 @@ impl SolverService for SolverApi {
             Entry::Ended(record) => {
                 let record = record.clone();
                 let n = record.solutions.len().min(window);
-                let copy = move || Ok(record.solutions[..n].to_vec());
+                let copy = move || Ok(record.solutions.messages(n));
                 if n > INLINE_SOLUTIONS {
                     blocking(copy).await?
                 } else {
@@ -1095,11 +1095,11 @@ async fn replay(
     match solutions {
         _ if record.solutions.is_empty() => {}
         Some(true) => events.push(E::Solutions(convert::packed_lists(
-            record.solutions.iter().map(|s| s.option_indices.as_slice()),
+            record.solutions.iter(),
             record.packed_index_bytes,
         ))),
         Some(false) => events.push(E::Solutions(pb::SolutionBatch {
-            solutions: record.solutions.clone(),
+            solutions: record.solutions.messages(usize::MAX),
             ..Default::default()
         })),
         None => {}
