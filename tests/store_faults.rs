@@ -227,3 +227,151 @@ async fn a_read_only_store_starts_degraded_and_says_read_only() {
     );
     assert!(server.log().contains("read-only"), "{}", server.log());
 }
+
+/// A job's summary once it has ended.
+async fn wait_ended(client: &mut Client, job: &str) -> pb::Job {
+    let start = Instant::now();
+    loop {
+        let message = get(client, job).await;
+        if message.state == pb::JobState::Done as i32 {
+            return message;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "{job} not ended"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn free_bytes(dir: &Path) -> u64 {
+    let output = Command::new("df")
+        .args(["--output=avail", "-B1"])
+        .arg(dir)
+        .output()
+        .expect("df");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .nth(1)
+        .and_then(|line| line.trim().parse().ok())
+        .expect("df's free bytes")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_ones() {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    let dir = tempfile::tempdir().unwrap();
+    let Some(_tmpfs) = Mount::new(&["-t", "tmpfs", "-o", "size=12m", "tmpfs"], dir.path()) else {
+        return;
+    };
+    let addr = free_port();
+    let mut server = Server::start("full-1", dir.path(), addr);
+    let mut client = server.connect(addr).await;
+    // queens15's 2,279,184 solutions take far more than 12 MiB.
+    let filler = client
+        .submit_job(request(&instance("queens15")))
+        .await
+        .expect("SubmitJob")
+        .into_inner()
+        .job_id;
+    let failed = wait_ended(&mut client, &filler).await;
+    let summary = failed.summary.expect("a summary");
+    assert_eq!(summary.reason, pb::EndReason::Failed as i32, "{summary:?}");
+    assert!(summary.error.contains("full"), "{}", summary.error);
+    let kept = failed.stored_solutions;
+    assert!(kept > 0 && kept < 2_279_184, "{kept}");
+    // The server keeps serving, and says the store is full.
+    let solved = client
+        .solve(pb::SolveRequest {
+            problem: request(&instance("queens8")).problem,
+            ..Default::default()
+        })
+        .await
+        .expect("Solve after the store filled")
+        .into_inner();
+    assert_eq!(solved.solutions.len(), 1);
+    let refused = client
+        .submit_job(request(&instance("queens8")))
+        .await
+        .expect_err("a full store takes no job");
+    assert_eq!(reason(&refused), "STORE_DISK_FULL", "{refused:?}");
+    server.terminate();
+    eprintln!("free on the full volume: {} bytes", free_bytes(dir.path()));
+
+    // The restart on the full volume: degraded from the first moment.
+    let started = Instant::now();
+    let mut server = Server::start("full-2", dir.path(), addr);
+    let mut client = server.connect(addr).await;
+    eprintln!("restart on the full volume: {:?}", started.elapsed());
+    assert_eq!(
+        store_health(addr).await,
+        ServingStatus::NotServing as i32,
+        "{}",
+        server.log()
+    );
+    let read = get(&mut client, &filler).await;
+    assert_eq!(read.stored_solutions, kept);
+    let page = client
+        .list_job_solutions(pb::ListJobSolutionsRequest {
+            job_id: filler.clone(),
+            page_size: 100,
+            ..Default::default()
+        })
+        .await
+        .expect("ListJobSolutions on a full store")
+        .into_inner();
+    assert_eq!(page.solutions.len(), 100);
+    let refused = client
+        .submit_job(request(&instance("queens8")))
+        .await
+        .expect_err("a full store takes no job");
+    assert_eq!(reason(&refused), "STORE_DISK_FULL", "{refused:?}");
+
+    let deleting = Instant::now();
+    client
+        .delete_job(pb::DeleteJobRequest {
+            job_id: filler.clone(),
+        })
+        .await
+        .expect("DeleteJob on a full store");
+    eprintln!(
+        "delete of {kept} solutions on the full volume: {:?}; free after: {} bytes",
+        deleting.elapsed(),
+        free_bytes(dir.path())
+    );
+    let gone = client
+        .get_job(pb::GetJobRequest {
+            job_id: filler.clone(),
+            max_solutions: 0,
+        })
+        .await
+        .expect_err("a deleted job");
+    assert_eq!(gone.code(), Code::NotFound);
+    // The room is given back to the volume: more than half of it is free.
+    assert!(
+        free_bytes(dir.path()) > 6 << 20,
+        "{}",
+        free_bytes(dir.path())
+    );
+    let start = Instant::now();
+    while store_health(addr).await != ServingStatus::Serving as i32 {
+        assert!(start.elapsed() < Duration::from_secs(5), "still degraded");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let job = client
+        .submit_job(request(&instance("queens10")))
+        .await
+        .expect("SubmitJob after the delete")
+        .into_inner()
+        .job_id;
+    let done = wait_ended(&mut client, &job).await;
+    let summary = done.summary.expect("a summary");
+    assert_eq!(
+        summary.reason,
+        pb::EndReason::Complete as i32,
+        "{summary:?}"
+    );
+    assert_eq!(summary.solutions, 724);
+    assert_eq!(done.stored_solutions, 724);
+    server.terminate();
+}

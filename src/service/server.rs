@@ -275,7 +275,11 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     health.set_serving::<PuzzleServiceServer<PuzzleApi>>().await;
     health.set_serving::<SolverServiceServer<SolverApi>>().await;
     if let Some(durability) = &durability {
-        tokio::spawn(watch_store(durability.store.clone(), health.clone()));
+        // Said before anything listens: a store that cannot be written is
+        // degraded from the first moment.
+        let now = durability.store.degraded();
+        report_store(&health, now, None).await;
+        tokio::spawn(watch_store(durability.store.clone(), health.clone(), now));
     }
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
@@ -449,43 +453,51 @@ pub const STORE_HEALTH: &str = "xccd.v1.JobStore";
 
 /// Keeps the store's health (`xccd.v1.JobStore`: NOT_SERVING while it
 /// cannot be written) and `xccd_store_degraded{cause}` up to date, until the
-/// store is gone.
+/// store is gone; `last` is what was reported at the start.
 async fn watch_store(
     store: Arc<dyn super::store::JobStore>,
     health: tonic_health::server::HealthReporter,
+    mut last: Option<super::store::Cause>,
 ) {
-    use super::store::Cause;
-    let mut last = None;
-    let mut first = true;
     loop {
-        let now = store.degraded();
-        if first || now != last {
-            let serving = if now.is_none() {
-                tonic_health::ServingStatus::Serving
-            } else {
-                tonic_health::ServingStatus::NotServing
-            };
-            health.set_service_status(STORE_HEALTH, serving).await;
-            for cause in Cause::ALL {
-                metrics::gauge!("xccd_store_degraded", "cause" => cause.label())
-                    .set(if now == Some(cause) { 1.0 } else { 0.0 });
-            }
-            match now {
-                Some(cause) => tracing::warn!(
-                    cause = cause.label(),
-                    "the job store cannot be written; no new durable jobs: {}",
-                    cause.advice()
-                ),
-                None if !first => tracing::info!("the job store can be written again"),
-                None => {}
-            }
-            last = now;
-            first = false;
-        }
         if Arc::strong_count(&store) == 1 {
             return;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = store.degraded();
+        if now != last {
+            report_store(&health, now, Some(last)).await;
+            last = now;
+        }
+    }
+}
+
+/// Sets the store's health and metric to `now`, and logs the change from
+/// `before` (None at the start).
+async fn report_store(
+    health: &tonic_health::server::HealthReporter,
+    now: Option<super::store::Cause>,
+    before: Option<Option<super::store::Cause>>,
+) {
+    use super::store::Cause;
+    let serving = if now.is_none() {
+        tonic_health::ServingStatus::Serving
+    } else {
+        tonic_health::ServingStatus::NotServing
+    };
+    health.set_service_status(STORE_HEALTH, serving).await;
+    for cause in Cause::ALL {
+        metrics::gauge!("xccd_store_degraded", "cause" => cause.label())
+            .set(if now == Some(cause) { 1.0 } else { 0.0 });
+    }
+    match now {
+        Some(cause) => tracing::warn!(
+            cause = cause.label(),
+            "the job store cannot be written; no new durable jobs: {}",
+            cause.advice()
+        ),
+        None if before.is_some() => tracing::info!("the job store can be written again"),
+        None => {}
     }
 }
 

@@ -32,13 +32,44 @@ const SCHEMA: &str = "xccd-jobs-1";
 const CHUNK_OVERHEAD: u64 = 24;
 
 /// Bytes of `jobs.reserve`, a file kept beside the store while there is
-/// room, and deleted to let a DeleteJob through when the volume is full
-/// (deleting rows writes to the log first).
-const RESERVE_BYTES: usize = 1 << 20;
+/// room, and deleted to let a DeleteJob through when the volume is full:
+/// deleting rows and giving their pages back writes to the log first. A
+/// deletion goes in steps that each log less than half of it (see
+/// [`DELETE_ROWS`] and [`VACUUM_PAGES`]), with the log emptied between
+/// steps, so this is enough whatever the size of the job.
+const RESERVE_BYTES: u64 = 2 << 20;
+/// Free bytes the volume must have beside the reserve for the store to
+/// take new durable jobs: below it the store is full (degraded), before
+/// SQLite's own writes fail.
+const MIN_FREE_BYTES: u64 = 2 << 20;
+/// Solution chunks deleted per transaction (a chunk holds up to 1,024
+/// solutions; its row and index entries log a few pages).
+const DELETE_ROWS: i64 = 64;
+/// Pages given back to the volume per transaction of `incremental_vacuum`:
+/// each page moved into a freed one is logged once.
+const VACUUM_PAGES: i64 = 64;
+/// The log is checkpointed at about this many pages (SQLite's default is
+/// 1,000), and cut back to `JOURNAL_LIMIT_BYTES` after: a log that keeps
+/// megabytes is room a full volume lacks.
+const AUTOCHECKPOINT_PAGES: i64 = 256;
+const JOURNAL_LIMIT_BYTES: i64 = 1 << 20;
+
+/// Bytes free for this process on the volume of `dir` (None if unknown).
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is a NUL-terminated string and `stat` a valid buffer.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+        return None;
+    }
+    Some((stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64))
+}
 
 pub struct SqliteStore {
     connection: Mutex<Connection>,
     path: PathBuf,
+    dir: PathBuf,
     reserve: PathBuf,
     /// Opened read-only (its directory cannot be written): writes wait for
     /// a restart.
@@ -95,7 +126,9 @@ impl SqliteStore {
         let reserve = dir.join("jobs.reserve");
         let first = match Self::open_with(dir, false) {
             Ok(store) => {
-                store.writable();
+                if store.writable().is_none() {
+                    store.sweep();
+                }
                 return Ok(store);
             }
             Err(error) => classify(dir, error),
@@ -203,8 +236,14 @@ impl SqliteStore {
             return Err(StoreError::Corrupt(format!("{}: {check}", path.display())));
         }
         // Deleted jobs give their pages back to the volume (see `delete`):
-        // on a full disk that is what makes room. (A setting of new stores.)
-        connection.execute_batch("PRAGMA auto_vacuum = INCREMENTAL;")?;
+        // on a full disk that is what makes room. A new store takes the
+        // setting here; one made without it takes it at its next VACUUM
+        // (below).
+        connection.execute_batch(&format!(
+            "PRAGMA auto_vacuum = INCREMENTAL;
+             PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES};
+             PRAGMA journal_size_limit = {JOURNAL_LIMIT_BYTES};"
+        ))?;
         connection.execute_batch(
             "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS jobs (
@@ -242,9 +281,11 @@ impl SqliteStore {
                 )))
             }
         }
+        Self::vacuum_once(&connection, dir);
         Ok(SqliteStore {
             connection: Mutex::new(connection),
             path,
+            dir: dir.to_path_buf(),
             reserve: dir.join("jobs.reserve"),
             read_only: false,
             degraded: Mutex::new(None),
@@ -271,6 +312,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             connection: Mutex::new(connection),
             path,
+            dir: dir.to_path_buf(),
             reserve: dir.join("jobs.reserve"),
             read_only: true,
             degraded: Mutex::new(None),
@@ -292,6 +334,150 @@ impl SqliteStore {
     /// Commits the log into the file, and shrinks the log.
     fn checkpoint(connection: &Connection) {
         let _ = connection.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+    }
+
+    /// A store made before auto_vacuum was INCREMENTAL (auto_vacuum only
+    /// changes when a VACUUM rewrites the file) gets it now, when the
+    /// volume has room for the copy a VACUUM makes; otherwise deleted jobs
+    /// leave their pages free inside the file, for new jobs, and the next
+    /// start tries again.
+    fn vacuum_once(connection: &Connection, dir: &Path) {
+        let mode: i64 = connection
+            .query_row("PRAGMA auto_vacuum", [], |row| row.get(0))
+            .unwrap_or(2);
+        if mode == 2 {
+            return;
+        }
+        let size: u64 = connection
+            .query_row(
+                "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size",
+                [],
+                |row| row.get::<_, i64>(0),
+            )
+            .map(|bytes| bytes as u64)
+            .unwrap_or(u64::MAX);
+        let room = free_bytes(dir).unwrap_or(0);
+        if room
+            < size
+                .saturating_mul(2)
+                .saturating_add(RESERVE_BYTES + MIN_FREE_BYTES)
+        {
+            tracing::warn!(
+                bytes = size,
+                free = room,
+                "the job store keeps deleted jobs' pages until a start with room to VACUUM it"
+            );
+            return;
+        }
+        match connection.execute_batch("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;") {
+            Ok(()) => tracing::info!(
+                bytes = size,
+                "the job store now gives deleted jobs' room back"
+            ),
+            Err(error) => tracing::warn!(%error, "could not VACUUM the job store"),
+        }
+        Self::checkpoint(connection);
+    }
+
+    /// Gives the free pages of the file back to the volume, a few at a
+    /// time with the log emptied between, so that it never needs much room.
+    fn give_back(connection: &Connection) -> StoreResult<()> {
+        Self::checkpoint(connection);
+        loop {
+            let free: i64 = connection.query_row("PRAGMA freelist_count", [], |row| row.get(0))?;
+            if free == 0 {
+                return Ok(());
+            }
+            // One page per row stepped: the statement must run to its end.
+            let mut statement =
+                connection.prepare(&format!("PRAGMA incremental_vacuum({VACUUM_PAGES})"))?;
+            let mut rows = statement.query([])?;
+            while rows.next()?.is_some() {}
+            drop(rows);
+            Self::checkpoint(connection);
+            let after: i64 = connection.query_row("PRAGMA freelist_count", [], |row| row.get(0))?;
+            if after >= free {
+                // Not an INCREMENTAL store (see `vacuum_once`): the pages
+                // stay free inside the file.
+                return Ok(());
+            }
+        }
+    }
+
+    /// Deletes the solutions of job `id`, a few chunks per transaction,
+    /// giving their room back as it goes. True if there were any.
+    fn delete_solutions(connection: &Connection, id: i64) -> StoreResult<bool> {
+        let mut any = false;
+        loop {
+            let deleted = connection.execute(
+                "DELETE FROM solutions WHERE rowid IN
+                 (SELECT rowid FROM solutions WHERE job = ?1 LIMIT ?2)",
+                params![id, DELETE_ROWS],
+            )?;
+            if deleted == 0 {
+                return Ok(any);
+            }
+            any = true;
+            Self::give_back(connection)?;
+        }
+    }
+
+    /// Deletes the solutions left by a deletion that stopped half-way (a
+    /// crash, or a volume still too full): their job is gone.
+    fn sweep(&self) {
+        let connection = self.connection.locked();
+        let orphans = || -> StoreResult<Vec<i64>> {
+            let mut statement = connection.prepare(
+                "SELECT DISTINCT job FROM solutions WHERE job NOT IN (SELECT id FROM jobs)",
+            )?;
+            let rows = statement.query_map([], |row| row.get(0))?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        };
+        let result = orphans().and_then(|jobs| {
+            for job in &jobs {
+                Self::delete_solutions(&connection, *job)?;
+            }
+            Ok(jobs.len())
+        });
+        match result {
+            Ok(0) => {}
+            Ok(jobs) => tracing::info!(jobs, "deleted the solutions of jobs deleted half-way"),
+            Err(error) => tracing::warn!(%error, "could not delete the solutions of deleted jobs"),
+        }
+    }
+
+    /// Why the store cannot take new durable jobs now, if it cannot: the
+    /// reserve must be in place (made again if there is room for it), the
+    /// volume must have room beside it, and SQLite must be able to write.
+    fn probe(&self, connection: &Connection) -> Option<Cause> {
+        let full = |free: Option<u64>, need: u64| free.is_some_and(|free| free < need);
+        if !std::fs::metadata(&self.reserve).is_ok_and(|m| m.len() == RESERVE_BYTES) {
+            if full(free_bytes(&self.dir), RESERVE_BYTES + MIN_FREE_BYTES) {
+                return Some(Cause::Full);
+            }
+            let reserve = || -> std::io::Result<()> {
+                let mut file = std::fs::File::create(&self.reserve)?;
+                std::io::Write::write_all(&mut file, &vec![0u8; RESERVE_BYTES as usize])?;
+                file.sync_all()
+            };
+            if let Err(io) = reserve() {
+                let _ = std::fs::remove_file(&self.reserve);
+                return Some(Cause::of_io(&io).unwrap_or(Cause::Full));
+            }
+        }
+        if full(free_bytes(&self.dir), MIN_FREE_BYTES) {
+            return Some(Cause::Full);
+        }
+        // A write that SQLite must put in its log, to see that it can
+        // (a value that changes: SQLite skips writing an unchanged row).
+        connection
+            .execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('write-probe', ?1)",
+                [format!("{:?}", std::time::SystemTime::now())],
+            )
+            .map_err(StoreError::from)
+            .err()
+            .and_then(|e| e.cause())
     }
 
     /// The store's file.
@@ -388,8 +574,13 @@ fn chunks(
 impl JobStore for SqliteStore {
     fn max_job_id(&self) -> StoreResult<JobId> {
         let connection = self.connection.locked();
-        let max: Option<i64> =
-            connection.query_row("SELECT MAX(id) FROM jobs", [], |row| row.get(0))?;
+        // Solutions of a job deleted half-way keep their id taken.
+        let max: Option<i64> = connection.query_row(
+            "SELECT MAX(m) FROM (SELECT MAX(id) AS m FROM jobs
+                                 UNION ALL SELECT MAX(job) FROM solutions)",
+            [],
+            |row| row.get(0),
+        )?;
         Ok(max.unwrap_or(0) as JobId)
     }
 
@@ -613,24 +804,39 @@ impl JobStore for SqliteStore {
     }
 
     fn delete(&self, id: JobId) -> StoreResult<bool> {
-        let connection = self.connection.locked();
-        let delete = || -> StoreResult<usize> {
-            Ok(connection.execute("DELETE FROM jobs WHERE id = ?1", [id as i64])?)
-        };
-        let deleted = match delete() {
-            // On a full volume the reserve gives the log room for the
-            // deletion; it comes back when there is room again.
-            Err(error) if error.cause() == Some(Cause::Full) => {
-                let _ = std::fs::remove_file(&self.reserve);
-                Self::checkpoint(&connection);
-                delete()
+        let result = (|| -> StoreResult<bool> {
+            let connection = self.connection.locked();
+            if self.read_only {
+                return Err(StoreError::Unwritable {
+                    cause: self.degraded().unwrap_or(Cause::ReadOnly),
+                    detail: "opened read-only".into(),
+                });
             }
-            other => other,
-        };
-        let deleted = self.note(deleted)?;
-        let _ = connection.execute_batch("PRAGMA incremental_vacuum;");
-        Self::checkpoint(&connection);
-        Ok(deleted > 0)
+            // On a full volume the reserve gives the log room for the
+            // deletion's steps; it comes back when there is room again.
+            let full = self.degraded() == Some(Cause::Full)
+                || free_bytes(&self.dir).is_some_and(|free| free < MIN_FREE_BYTES);
+            if full {
+                let _ = std::fs::remove_file(&self.reserve);
+            }
+            Self::checkpoint(&connection);
+            // The job first, in one small transaction: it is gone at once,
+            // and its solutions (which only it can read) follow in steps
+            // that each need little room. Solutions a crash leaves behind
+            // are swept at the next start, and their job's id is not
+            // given again (see `max_job_id`).
+            connection.execute_batch("PRAGMA foreign_keys = OFF;")?;
+            let job = connection.execute("DELETE FROM jobs WHERE id = ?1", [id as i64]);
+            connection.execute_batch("PRAGMA foreign_keys = ON;")?;
+            let job = job? > 0;
+            let solutions = Self::delete_solutions(&connection, id as i64)?;
+            Self::give_back(&connection)?;
+            Ok(job || solutions)
+        })();
+        let deleted = self.note(result)?;
+        // Room may have come back.
+        self.writable();
+        Ok(deleted)
     }
 
     fn degraded(&self) -> Option<Cause> {
@@ -641,30 +847,9 @@ impl JobStore for SqliteStore {
         if self.read_only {
             return self.degraded();
         }
-        let connection = self.connection.locked();
-        let reserve = || -> std::io::Result<()> {
-            if std::fs::metadata(&self.reserve).is_ok_and(|m| m.len() == RESERVE_BYTES as u64) {
-                return Ok(());
-            }
-            let mut file = std::fs::File::create(&self.reserve)?;
-            std::io::Write::write_all(&mut file, &vec![0u8; RESERVE_BYTES])?;
-            file.sync_all()
-        };
-        let cause = match reserve() {
-            Err(io) => {
-                let _ = std::fs::remove_file(&self.reserve);
-                Some(Cause::of_io(&io).unwrap_or(Cause::Full))
-            }
-            // A write that SQLite must put in its log, to see that it can.
-            // (a value that changes: SQLite skips writing an unchanged row).
-            Ok(()) => connection
-                .execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('write-probe', ?1)",
-                    [format!("{:?}", std::time::SystemTime::now())],
-                )
-                .map_err(StoreError::from)
-                .err()
-                .and_then(|e| e.cause()),
+        let cause = {
+            let connection = self.connection.locked();
+            self.probe(&connection)
         };
         *self.degraded.locked() = cause;
         cause
