@@ -59,22 +59,22 @@ async fn grpcurl_decodes_error_details_through_reflection() {
             // both are tried so that the check is of the details only.
             r#"{"job_id": "jobs/987654321"}"#,
             &[
-                "NotFound",
+                "\"code\": 5",
                 "type.googleapis.com/google.rpc.ErrorInfo",
-                "\"reason\": \"JOB_NOT_FOUND\"",
-                "\"domain\": \"xccd\"",
+                "\"reason\":\"JOB_NOT_FOUND\"",
+                "\"domain\":\"xccd\"",
                 "type.googleapis.com/google.rpc.ResourceInfo",
-                "\"resourceName\": \"jobs/987654321\"",
+                "\"resourceName\":\"jobs/987654321\"",
             ][..],
         ),
         (
             "xccd.v1.SolverService/Solve",
             r#"{"problem": {"dlx": "a b\nc\n"}}"#,
             &[
-                "InvalidArgument",
-                "\"reason\": \"INVALID_PROBLEM\"",
+                "\"code\": 3",
+                "\"reason\":\"INVALID_PROBLEM\"",
                 "type.googleapis.com/google.rpc.BadRequest",
-                "\"field\": \"problem.dlx\"",
+                "\"field\":\"problem.dlx\"",
             ][..],
         ),
     ];
