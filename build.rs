@@ -17,8 +17,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let descriptors = protox::compile(files, ["proto"])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     // Reflection lists what clients may call: the workers' protocol is
-    // served on its own listener and left out.
-    let public = protox::compile(&files[..2], ["proto"])?;
+    // served on its own listener and left out. The error detail types
+    // (google.rpc.ErrorInfo, BadRequest, ...) are served too, so that
+    // grpcurl decodes the details of an error status (docs/errors.md).
+    let reflected = [files[0], files[1], "proto/google/rpc/error_details.proto"];
+    let public = protox::compile(reflected, ["proto"])?;
     std::fs::write(
         out.join("xccd_descriptor.bin"),
         prost::Message::encode_to_vec(&public),

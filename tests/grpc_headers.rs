@@ -204,7 +204,7 @@ async fn headers_get_the_statuses_the_grpc_spec_asks() {
         let details = status.get_error_details();
         let info = details.error_info().expect("an ErrorInfo");
         assert_eq!(info.reason, "MALFORMED_GRPC_TIMEOUT");
-        assert_eq!(info.domain, "xccd.dev");
+        assert_eq!(info.domain, "xccd");
     }
 
     // Not gRPC: HTTP 415, as the spec asks.

@@ -179,7 +179,7 @@ async fn cut_off<M: std::fmt::Debug>(
         .error_info()
         .unwrap_or_else(|| panic!("{what}: no ErrorInfo: {status:?}"));
     assert_eq!(info.reason, "SHUTTING_DOWN", "{what}");
-    assert_eq!(info.domain, "xccd.dev", "{what}");
+    assert_eq!(info.domain, "xccd", "{what}");
     let retry = details
         .retry_info()
         .unwrap_or_else(|| panic!("{what}: no RetryInfo: {status:?}"));

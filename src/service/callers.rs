@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+use super::status;
 use tonic::{Request, Status};
 
 /// The caller of a request: the name of its API key, or anonymous when the
@@ -130,7 +131,8 @@ pub fn authenticate(
                     Some(caller) => caller,
                     None => {
                         metrics::counter!("xccd_api_auth_failures_total").increment(1);
-                        return Err(Status::unauthenticated(
+                        return Err(status::error(
+                            status::Reason::ApiKeyInvalid,
                             "this server takes calls with an API key: send the metadata \
                              `authorization: Bearer KEY`",
                         ));

@@ -39,9 +39,13 @@ impl Default for ProblemLimits {
 }
 
 fn too_big(field: &str, what: &str, actual: usize, limit: usize) -> Status {
-    status::invalid(format!(
-        "{field}: {actual} {what} exceed the server's limit of {limit}"
-    ))
+    status::invalid_error(
+        status::Reason::ProblemTooLarge,
+        format!("{field}: {actual} {what} exceed the server's limit of {limit}"),
+    )
+    .meta("value", actual)
+    .meta("limit", limit)
+    .into()
 }
 
 /// Builds the engine's problem from a request's `problem` field.
@@ -343,7 +347,7 @@ pub fn engine(value: i32, problem: &Problem, memory_limit: u64) -> Result<Engine
 /// the bytes it needs and the limit in its `ErrorInfo`.
 pub fn memory_limit_status(need: &crate::xcc::memory::Need) -> Status {
     status::exhausted_with(
-        "SEARCH_MEMORY_LIMIT",
+        status::Reason::SearchMemoryLimit,
         format!("{need} (--max-search-memory, --max-total-search-memory)"),
         &[
             ("needed_bytes", need.bytes.to_string()),
@@ -446,23 +450,26 @@ pub fn end_status(s: &Summary) -> Option<tonic::Status> {
              and {} nodes, so the answer is partial; try again",
             s.solutions, s.stats.nodes
         ))),
-        EndReason::Deadline => Some(tonic::Status::deadline_exceeded(
+        EndReason::Deadline => Some(status::deadline(
             "the call's deadline passed: the answer is partial",
         )),
-        EndReason::Cancelled => Some(tonic::Status::cancelled(
+        EndReason::Cancelled => Some(status::error(
+            status::Reason::Cancelled,
             "the search was cancelled: the answer is partial",
         )),
         EndReason::Failed => Some(match &s.failure {
-            Some(Failure::Lost(message)) => tonic::Status::aborted(message.clone()),
-            Some(Failure::Broken(message)) => tonic::Status::internal(message.clone()),
+            Some(Failure::Lost(message)) => {
+                status::error(status::Reason::WorkLost, message.clone())
+            }
+            Some(Failure::Broken(message)) => status::internal(message.clone()),
             Some(Failure::Exhausted(message)) => {
-                status::exhausted("JOB_STORE_LIMIT", message.clone())
+                status::exhausted(status::Reason::JobStoreLimit, message.clone())
             }
             Some(Failure::Memory(message)) => {
-                status::exhausted("SEARCH_MEMORY_LIMIT", message.clone())
+                status::exhausted(status::Reason::SearchMemoryLimit, message.clone())
             }
             Some(Failure::NoWorkers(message)) => status::no_workers(message.clone()),
-            None => tonic::Status::internal("the search failed"),
+            None => status::internal("the search failed"),
         }),
     }
 }

@@ -100,7 +100,7 @@ impl Durability {
         }
         match self.store.total_bytes() {
             Ok(bytes) if bytes >= self.limits.max_total_bytes => Some(status::exhausted(
-                "STORE_FULL",
+                status::Reason::StoreFull,
                 store_full(bytes, self.limits.max_total_bytes),
             )),
             Ok(_) => None,

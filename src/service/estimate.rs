@@ -82,7 +82,7 @@ impl Estimator {
                 .running
                 .acquire()
                 .await
-                .map_err(|_| Status::unavailable("the server is shutting down"))?;
+                .map_err(|_| status::shutting_down("the server is shutting down"))?;
             let stop = Arc::new(AtomicBool::new(false));
             let _guard = StopOnDrop(stop.clone());
             tokio::task::spawn_blocking(move || {
@@ -94,8 +94,8 @@ impl Estimator {
                 Some((estimate, rate))
             })
             .await
-            .map_err(|_| Status::internal("the estimate failed"))?
-            .ok_or_else(|| Status::cancelled("the estimate was stopped"))
+            .map_err(|_| status::internal("the estimate failed"))?
+            .ok_or_else(|| status::error(status::Reason::Cancelled, "the estimate was stopped"))
         };
         let (estimate, rate) = match deadline {
             // Answer DEADLINE_EXCEEDED just before tonic's own timeout
@@ -103,10 +103,7 @@ impl Estimator {
             Some(d) => tokio::time::timeout_at(convert::unary_deadline(arrived, d), work)
                 .await
                 .map_err(|_| {
-                    Status::deadline_exceeded(format!(
-                        "deadline of {:.3} s passed",
-                        d.as_secs_f64()
-                    ))
+                    status::deadline(format!("deadline of {:.3} s passed", d.as_secs_f64()))
                 })??,
             None => work.await?,
         };

@@ -135,7 +135,8 @@ impl SolverApi {
             .as_ref()
             .map(|d| d.store.clone())
             .ok_or_else(|| {
-                Status::failed_precondition(
+                status::error(
+                    status::Reason::NoJobStore,
                     "this server keeps jobs in memory only: it has no job store to read \
                      solutions from (start it with --data-dir)",
                 )
@@ -161,7 +162,9 @@ impl SolverApi {
         self.jobs
             .get(parsed)
             .filter(|entry| caller.owns(entry.owner()))
-            .ok_or_else(|| Status::not_found(format!("job_id: no job {id} (it may have expired)")))
+            .ok_or_else(|| {
+                status::job_not_found(id, format!("job_id: no job {id} (it may have expired)"))
+            })
     }
 }
 
@@ -189,22 +192,32 @@ pub(super) type EventStream<T> =
 /// The status for a job the pool refused.
 pub(super) fn refused(e: SubmitError) -> Status {
     match e {
-        SubmitError::TooManyJobs(_) => status::exhausted("TOO_MANY_JOBS", e.to_string()),
-        SubmitError::TooManyInteractiveJobs(_) => {
-            status::exhausted("TOO_MANY_INTERACTIVE_JOBS", e.to_string())
+        SubmitError::TooManyJobs(_) => {
+            status::exhausted(status::Reason::TooManyJobs, e.to_string())
         }
-        SubmitError::TooManyJobsForCaller(_) => {
-            status::exhausted("TOO_MANY_JOBS_FOR_KEY", e.to_string())
+        SubmitError::TooManyInteractiveJobs(_) => {
+            status::exhausted(status::Reason::TooManyInteractiveJobs, e.to_string())
+        }
+        SubmitError::TooManyJobsForCaller(limit) => {
+            status::ApiError::new(status::Reason::TooManyJobsForKey, e.to_string())
+                .meta("limit", limit)
+                .quota(
+                    "api_key",
+                    format!("{limit} queued or running jobs per API key (--max-jobs-per-key)"),
+                )
+                .into()
         }
         SubmitError::ShuttingDown => status::shutting_down(e.to_string()),
-        SubmitError::NeedsLocalThreads => Status::failed_precondition(e.to_string()),
+        SubmitError::NeedsLocalThreads => {
+            status::error(status::Reason::NeedsLocalThreads, e.to_string())
+        }
         SubmitError::SearchMemoryLimit(need) => convert::memory_limit_status(&need),
         SubmitError::MemoryBusy {
             needed,
             free,
             total,
         } => status::exhausted_with(
-            "SERVER_MEMORY_BUSY",
+            status::Reason::ServerMemoryBusy,
             e.to_string(),
             &[
                 ("needed_bytes", needed.to_string()),
@@ -266,7 +279,7 @@ impl SolverService for SolverApi {
                         Ok(summary) => Ok(summary),
                         Err(_) => {
                             self.pool.cancel(&job, EndReason::Deadline);
-                            Err(Status::deadline_exceeded(format!(
+                            Err(status::deadline(format!(
                                 "deadline of {:.3} s passed",
                                 d.as_secs_f64()
                             )))
@@ -602,11 +615,14 @@ impl SolverService for SolverApi {
             Entry::Ended(record) => (record.durable(), record.message.stored_solutions, true),
         };
         if !durable {
-            return Err(Status::failed_precondition(format!(
-                "job_id: {} was not stored (it was submitted to a server without --data-dir); \
+            return Err(status::error(
+                status::Reason::JobNotStored,
+                format!(
+                    "job_id: {} was not stored (it was submitted to a server without --data-dir); \
                  read its kept solutions with GetJob",
-                quote(&req.job_id)
-            )));
+                    quote(&req.job_id)
+                ),
+            ));
         }
         let size = status::count("page_size", req.page_size, DEFAULT_PAGE, MAX_PAGE)?;
         if req.packed_solutions && req.include_option_text {
@@ -662,7 +678,8 @@ impl SolverService for SolverApi {
             // Its writer ends once the job has; then nothing writes to it.
             let wait = tokio::time::timeout(Duration::from_secs(30), job.wait()).await;
             if wait.is_err() {
-                return Err(Status::unavailable(
+                return Err(status::error(
+                    status::Reason::JobStopping,
                     "the job is still stopping; try DeleteJob again",
                 ));
             }
@@ -704,7 +721,7 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T, Status> {
     tokio::task::spawn_blocking(f)
         .await
-        .unwrap_or_else(|_| Err(Status::internal("reading the job store failed")))
+        .unwrap_or_else(|_| Err(status::internal("reading the job store failed")))
 }
 
 fn page_token(job: JobId, index: u64) -> String {
@@ -726,9 +743,12 @@ async fn stored_problem(store: Arc<dyn JobStore>, entry: Entry) -> Result<Arc<Pr
             blocking(move || {
                 let stored = store
                     .get(entry.id())
-                    .map_err(|e| Status::internal(e.to_string()))?
-                    .ok_or_else(|| Status::not_found("the job was deleted"))?;
-                durable::stored_problem(&stored.problem).map_err(Status::internal)
+                    .map_err(|e| status::store(&e))?
+                    .ok_or_else(|| {
+                        let name = entry.id().to_string();
+                        status::job_not_found(&name, format!("{name}: the job was deleted"))
+                    })?;
+                durable::stored_problem(&stored.problem).map_err(status::internal)
             })
             .await
         }
@@ -759,7 +779,7 @@ async fn stored_lists(
     blocking(move || {
         store
             .solutions(id, from, max)
-            .map_err(|e: StoreError| Status::internal(e.to_string()))
+            .map_err(|e: StoreError| status::store(&e))
     })
     .await
 }
@@ -887,7 +907,7 @@ impl StoredWatch {
             }
             if Instant::now() >= deadline {
                 let _ = tx
-                    .send(Err(Status::deadline_exceeded("the call's deadline passed")))
+                    .send(Err(status::deadline("the call's deadline passed")))
                     .await;
                 return;
             }
@@ -993,7 +1013,7 @@ impl<E: StreamEvents> Pump<E> {
                 () = tx.closed() => return,
                 () = tokio::time::sleep_until(deadline) => {
                     self.pool.cancel(&self.job, EndReason::Deadline);
-                    let _ = tx.send(Err(Status::deadline_exceeded("the call's deadline passed"))).await;
+                    let _ = tx.send(Err(status::deadline("the call's deadline passed"))).await;
                     return;
                 }
                 _ = ticker.tick() => self.events.progress(progress()),
@@ -1025,7 +1045,7 @@ impl<E: StreamEvents> Pump<E> {
                 if Instant::now() >= deadline {
                     self.pool.cancel(&self.job, EndReason::Deadline);
                     let _ = tx
-                        .send(Err(Status::deadline_exceeded("the call's deadline passed")))
+                        .send(Err(status::deadline("the call's deadline passed")))
                         .await;
                 }
                 return;
@@ -1053,7 +1073,7 @@ where
                 if error.is_panic() {
                     tracing::error!("a stream's feeder panicked: the call ends with INTERNAL");
                     let _ = last_word
-                        .send(Err(Status::internal(
+                        .send(Err(status::internal(
                             "the server failed while streaming this call; it has been logged",
                         )))
                         .await;
@@ -1077,7 +1097,7 @@ async fn send_until<T>(tx: &mpsc::Sender<T>, message: T, deadline: Instant) -> b
 async fn deadline_passed<T>(tx: &mpsc::Sender<Result<T, Status>>, deadline: Instant) {
     if Instant::now() >= deadline {
         let _ = tx
-            .send(Err(Status::deadline_exceeded("the call's deadline passed")))
+            .send(Err(status::deadline("the call's deadline passed")))
             .await;
     }
 }
@@ -1178,7 +1198,7 @@ async fn watch(
         }
         if Instant::now() >= deadline {
             let _ = tx
-                .send(Err(Status::deadline_exceeded("the call's deadline passed")))
+                .send(Err(status::deadline("the call's deadline passed")))
                 .await;
             return;
         }

@@ -23,10 +23,8 @@ use std::time::Duration;
 
 use http::{header, HeaderMap, Request, Response, StatusCode};
 use tonic::body::Body;
-use tonic::{Code, Status};
-use tonic_types::{ErrorDetails, StatusExt};
 
-use super::status::DOMAIN;
+use super::status;
 
 /// The longest deadline taken from a request; longer ones are clamped, so
 /// that adding one to the clock cannot overflow.
@@ -88,11 +86,14 @@ fn judge(headers: &HeaderMap) -> Verdict {
     };
     if let Some(subtype) = subtype.filter(|s| !s.eq_ignore_ascii_case(b"proto")) {
         return Verdict::Answer(
-            Status::unimplemented(format!(
-                "content-type: application/grpc+{} is not served: only protobuf \
+            status::error(
+                status::Reason::UnsupportedContentType,
+                format!(
+                    "content-type: application/grpc+{} is not served: only protobuf \
                  (application/grpc or application/grpc+proto)",
-                String::from_utf8_lossy(subtype)
-            ))
+                    String::from_utf8_lossy(subtype)
+                ),
+            )
             .into_http(),
         );
     }
@@ -101,17 +102,12 @@ fn judge(headers: &HeaderMap) -> Verdict {
     };
     match parse_timeout(value.as_bytes()) {
         None => Verdict::Answer(
-            Status::with_error_details(
-                Code::InvalidArgument,
+            status::error(
+                status::Reason::MalformedGrpcTimeout,
                 format!(
                     "grpc-timeout: {:?} is not a gRPC timeout (digits and a unit: H, M, S, m, u \
                      or n)",
                     String::from_utf8_lossy(value.as_bytes())
-                ),
-                ErrorDetails::with_error_info(
-                    "MALFORMED_GRPC_TIMEOUT",
-                    DOMAIN,
-                    std::collections::HashMap::new(),
                 ),
             )
             .into_http(),
@@ -122,7 +118,7 @@ fn judge(headers: &HeaderMap) -> Verdict {
 }
 
 fn deadline_exceeded(d: Duration) -> Response<Body> {
-    Status::deadline_exceeded(format!(
+    status::deadline(format!(
         "deadline of {:.3} s passed before the server answered",
         d.as_secs_f64()
     ))

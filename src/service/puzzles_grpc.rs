@@ -62,15 +62,12 @@ impl PuzzleApi {
         let puzzle = read_puzzle(puzzle)?;
         let far = Instant::now() + Duration::from_secs(3600);
         let deadline = deadline.unwrap_or(far);
-        let late = || {
-            Status::deadline_exceeded(
-                "the call's deadline passed while the puzzle waited to be encoded",
-            )
-        };
+        let late =
+            || status::deadline("the call's deadline passed while the puzzle waited to be encoded");
         let permit = tokio::time::timeout_at(deadline, self.encoders.clone().acquire_owned())
             .await
             .map_err(|_| late())?
-            .map_err(|_| Status::unavailable("the server is shutting down"))?;
+            .map_err(|_| status::shutting_down("the server is shutting down"))?;
         let limits = self.limits;
         let building = tokio::task::spawn_blocking(move || {
             let _permit = permit;
@@ -78,7 +75,7 @@ impl PuzzleApi {
                 SizeError::Puzzle(e) => status::invalid(format!("puzzle.text: {e}")),
                 SizeError::TooLarge(e) => {
                     metrics::counter!("xccd_puzzles_too_large_total").increment(1);
-                    status::invalid(format!("puzzle: {e}"))
+                    status::invalid_because(status::Reason::PuzzleTooLarge, format!("puzzle: {e}"))
                 }
             })?;
             let encoded = puzzle
@@ -88,7 +85,7 @@ impl PuzzleApi {
         });
         match tokio::time::timeout_at(deadline, building).await {
             Err(_) => Err(late()),
-            Ok(Err(panic)) => Err(Status::internal(format!(
+            Ok(Err(panic)) => Err(status::internal(format!(
                 "encoding the puzzle failed: {panic}"
             ))),
             Ok(Ok(result)) => result,
@@ -163,7 +160,7 @@ impl PuzzleApi {
                 Ok(s) => s,
                 Err(_) => {
                     self.pool.cancel(&job, EndReason::Deadline);
-                    return Err(Status::deadline_exceeded("the call's deadline passed"));
+                    return Err(status::deadline("the call's deadline passed"));
                 }
             },
             None => job.wait().await,

@@ -375,7 +375,7 @@ type PanicResponse = fn(Box<dyn std::any::Any + Send + 'static>) -> http::Respon
 pub(crate) fn catch_panics() -> tower_http::catch_panic::CatchPanicLayer<PanicResponse> {
     fn internal_error(_panic: Box<dyn std::any::Any + Send + 'static>) -> http::Response<String> {
         metrics::counter!("xccd_handler_panics_total").increment(1);
-        tonic::Status::internal("the server failed on this call; it has been logged").into_http()
+        status::internal("the server failed on this call; it has been logged").into_http()
     }
     tower_http::catch_panic::CatchPanicLayer::custom(internal_error as PanicResponse)
 }
@@ -395,9 +395,14 @@ fn too_large_is_invalid<B>(
                     .starts_with(b"Error,%20decoded%20message%20length%20too%20large")
             });
         if too_large {
-            let status = status::invalid(format!(
-                "request: larger than the server's limit of {limit} bytes (serve --max-problem-bytes)"
-            ));
+            let status: tonic::Status = status::invalid_error(
+                status::Reason::RequestTooLarge,
+                format!(
+                    "request: larger than the server's limit of {limit} bytes (serve --max-problem-bytes)"
+                ),
+            )
+            .meta("limit", limit)
+            .into();
             let _ = status.add_header(response.headers_mut());
         }
         response
