@@ -139,7 +139,7 @@ fn request(text: &str) -> pb::SubmitJobRequest {
 async fn get(client: &mut Client, job: &str) -> pb::Job {
     client
         .get_job(pb::GetJobRequest {
-            job_id: job.to_string(),
+            name: job.to_string(),
             max_solutions: 1,
         })
         .await
@@ -153,7 +153,7 @@ async fn wait_done(client: &mut Client, job: &str) -> pb::Job {
     let start = Instant::now();
     loop {
         let message = get(client, job).await;
-        if message.state == pb::JobState::Done as i32 {
+        if message.state().is_final() {
             return message;
         }
         assert!(start.elapsed() < Duration::from_secs(180), "{job} not done");
@@ -196,7 +196,7 @@ async fn a_read_only_store_starts_degraded_and_says_read_only() {
         .await
         .expect("SubmitJob")
         .into_inner()
-        .job_id;
+        .name;
     assert_eq!(wait_done(&mut client, &job).await.stored_solutions, 92);
     server.terminate();
     let Some(_bind) = Mount::new(&["--bind", &dir.path().display().to_string()], dir.path()) else {
