@@ -125,11 +125,11 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
         .await
         .unwrap()
         .into_inner()
-        .job_id;
+        .name;
     let get = |key| {
         with_key(
             pb::GetJobRequest {
-                job_id: job_id.clone(),
+                name: job_id.clone(),
                 max_solutions: 0,
             },
             Some(key),
@@ -140,7 +140,7 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
     let status = solver
         .cancel_job(with_key(
             pb::CancelJobRequest {
-                job_id: job_id.clone(),
+                name: job_id.clone(),
             },
             Some(BOB),
         ))
@@ -150,7 +150,7 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
     let status = solver
         .watch_job(with_key(
             pb::WatchJobRequest {
-                job_id: job_id.clone(),
+                name: job_id.clone(),
                 ..Default::default()
             },
             Some(BOB),
@@ -173,7 +173,7 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
         .into_inner()
         .jobs;
     assert_eq!(alices.len(), 1);
-    assert_eq!(alices[0].job_id, job_id);
+    assert_eq!(alices[0].name, job_id);
     // Alice reads it (its solutions too), whatever Bob tried.
     let start = Instant::now();
     loop {
@@ -193,7 +193,7 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
         let status = solver
             .list_job_solutions(with_key(
                 pb::ListJobSolutionsRequest {
-                    job_id: job_id.clone(),
+                    name: job_id.clone(),
                     ..Default::default()
                 },
                 Some(BOB),
@@ -204,7 +204,7 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
         let status = solver
             .delete_job(with_key(
                 pb::DeleteJobRequest {
-                    job_id: job_id.clone(),
+                    name: job_id.clone(),
                 },
                 Some(BOB),
             ))
@@ -214,7 +214,7 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
         let page = solver
             .list_job_solutions(with_key(
                 pb::ListJobSolutionsRequest {
-                    job_id: job_id.clone(),
+                    name: job_id.clone(),
                     ..Default::default()
                 },
                 Some(ALICE),
@@ -240,7 +240,7 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
             .submit_job(with_key(long(), Some(ALICE)))
             .await
             .unwrap();
-        ids.push(id.into_inner().job_id);
+        ids.push(id.into_inner().name);
     }
     let status = solver
         .submit_job(with_key(long(), Some(ALICE)))
@@ -252,7 +252,7 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
     assert!(reply.is_ok(), "{reply:?}");
     for job_id in ids {
         solver
-            .cancel_job(with_key(pb::CancelJobRequest { job_id }, Some(ALICE)))
+            .cancel_job(with_key(pb::CancelJobRequest { name: job_id }, Some(ALICE)))
             .await
             .unwrap();
     }

@@ -691,10 +691,10 @@ async fn with_no_worker_calls_say_so_and_end_unavailable_after_the_grace() {
         .await
         .unwrap()
         .into_inner()
-        .job_id;
+        .name;
     tokio::time::sleep(grace + Duration::from_millis(500)).await;
     let get = pb::GetJobRequest {
-        job_id,
+        name: job_id,
         max_solutions: 1,
     };
     let job = client
@@ -704,7 +704,7 @@ async fn with_no_worker_calls_say_so_and_end_unavailable_after_the_grace() {
         .into_inner()
         .job
         .unwrap();
-    assert_ne!(job.state, pb::JobState::Done as i32, "{job:?}");
+    assert!(!job.state().is_final(), "{job:?}");
     assert!(
         job.progress.is_some_and(|p| p.waiting),
         "waiting for a worker"
@@ -719,7 +719,7 @@ async fn with_no_worker_calls_say_so_and_end_unavailable_after_the_grace() {
             .into_inner()
             .job
             .unwrap();
-        if job.state == pb::JobState::Done as i32 {
+        if job.state().is_final() {
             break job;
         }
         assert!(start.elapsed() < SEARCH, "the job ran once a worker came");

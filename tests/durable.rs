@@ -181,13 +181,13 @@ async fn submit(client: &mut Client, text: &str) -> String {
         .await
         .expect("SubmitJob")
         .into_inner()
-        .job_id
+        .name
 }
 
 async fn get(client: &mut Client, job: &str) -> pb::Job {
     client
         .get_job(pb::GetJobRequest {
-            job_id: job.to_string(),
+            name: job.to_string(),
             max_solutions: 1,
         })
         .await
@@ -201,7 +201,7 @@ async fn wait_done(client: &mut Client, job: &str, limit: Duration) -> pb::Job {
     let start = Instant::now();
     loop {
         let message = get(client, job).await;
-        if message.state == pb::JobState::Done as i32 {
+        if message.state().is_final() {
             return message;
         }
         assert!(start.elapsed() < limit, "{job} not done within {limit:?}");
@@ -221,7 +221,7 @@ async fn read_pages(client: &mut Client, job: &str, page: u32, packed: bool) -> 
     loop {
         let response = client
             .list_job_solutions(pb::ListJobSolutionsRequest {
-                job_id: job.to_string(),
+                name: job.to_string(),
                 page_size: page,
                 page_token: token.clone(),
                 include_option_text: false,
@@ -256,7 +256,7 @@ async fn watch_from(
 ) -> (Vec<Vec<u32>>, pb::Summary) {
     let mut stream = client
         .watch_job(pb::WatchJobRequest {
-            job_id: job.to_string(),
+            name: job.to_string(),
             include_solutions: true,
             from_solution: from,
             packed_solutions: packed,
@@ -459,7 +459,7 @@ async fn stored_solutions_page_watch_from_an_index_and_delete() {
     // The packed form has no option text.
     let refused = client
         .list_job_solutions(pb::ListJobSolutionsRequest {
-            job_id: job.clone(),
+            name: job.clone(),
             include_option_text: true,
             packed_solutions: true,
             ..Default::default()
@@ -476,7 +476,7 @@ async fn stored_solutions_page_watch_from_an_index_and_delete() {
     // Bad tokens name the field.
     let bad = client
         .list_job_solutions(pb::ListJobSolutionsRequest {
-            job_id: job.clone(),
+            name: job.clone(),
             page_token: "999.5".into(),
             ..Default::default()
         })
@@ -490,7 +490,14 @@ async fn stored_solutions_page_watch_from_an_index_and_delete() {
     let mut server = serve("pages-2", dir.path(), addr, &["--threads", "2"]);
     let mut client = connect(addr, &mut server).await;
     let ended = get(&mut client, &job).await;
-    assert_eq!(ended.state, pb::JobState::Done as i32);
+    assert_eq!(ended.state(), pb::JobState::Succeeded);
+    let created = std::time::SystemTime::try_from(ended.create_time.expect("create_time")).unwrap();
+    let end =
+        std::time::SystemTime::try_from(ended.end_time.expect("the stored end_time")).unwrap();
+    assert!(
+        end >= created,
+        "end_time {end:?} before create_time {created:?}"
+    );
     assert_eq!(ended.stored_solutions, 724);
     let summary = ended.summary.expect("the stored summary");
     assert_eq!(
@@ -505,16 +512,14 @@ async fn stored_solutions_page_watch_from_an_index_and_delete() {
         .await
         .unwrap()
         .into_inner();
-    assert!(listed.jobs.iter().any(|j| j.job_id == job && j.durable));
+    assert!(listed.jobs.iter().any(|j| j.name == job && j.durable));
     client
-        .delete_job(pb::DeleteJobRequest {
-            job_id: job.clone(),
-        })
+        .delete_job(pb::DeleteJobRequest { name: job.clone() })
         .await
         .expect("DeleteJob");
     let gone = client
         .get_job(pb::GetJobRequest {
-            job_id: job.clone(),
+            name: job.clone(),
             max_solutions: 0,
         })
         .await

@@ -421,39 +421,39 @@ async fn send(clients: &Clients, hostile: &Hostile, last_job: &str) -> (Outcome,
             }
             Call::SubmitJob(m) => match solver.submit_job(request(m.clone(), h)).await {
                 Ok(reply) => {
-                    submitted = Some(reply.into_inner().job_id);
+                    submitted = Some(reply.into_inner().name);
                     Outcome::Reply
                 }
                 Err(status) => Outcome::Status(status),
             },
             Call::WatchJob(r, m) => {
                 let m = pb::WatchJobRequest {
-                    job_id: id(r),
+                    name: id(r),
                     ..m.clone()
                 };
                 drain(solver.watch_job(request(m, h)).await, hostile.read).await
             }
             Call::GetJob(r, m) => {
                 let m = pb::GetJobRequest {
-                    job_id: id(r),
+                    name: id(r),
                     ..m.clone()
                 };
                 unary(solver.get_job(request(m, h)).await)
             }
             Call::CancelJob(r) => {
-                let m = pb::CancelJobRequest { job_id: id(r) };
+                let m = pb::CancelJobRequest { name: id(r) };
                 unary(solver.cancel_job(request(m, h)).await)
             }
             Call::ListJobs(m) => unary(solver.list_jobs(request(m.clone(), h)).await),
             Call::ListJobSolutions(r, m) => {
                 let m = pb::ListJobSolutionsRequest {
-                    job_id: id(r),
+                    name: id(r),
                     ..m.clone()
                 };
                 unary(solver.list_job_solutions(request(m, h)).await)
             }
             Call::DeleteJob(r) => {
-                let m = pb::DeleteJobRequest { job_id: id(r) };
+                let m = pb::DeleteJobRequest { name: id(r) };
                 unary(solver.delete_job(request(m, h)).await)
             }
             Call::SolvePuzzle(m) => unary(puzzles.solve_puzzle(request(m.clone(), h)).await),
@@ -2049,10 +2049,10 @@ fn other_rpcs_with_a_huge_grpc_timeout_answer_normally() {
                 .await
                 .expect("SubmitJob")
                 .into_inner()
-                .job_id;
+                .name;
             let watched = read_all(solver.watch_job(with_timeout(
                 pb::WatchJobRequest {
-                    job_id: job,
+                    name: job,
                     ..Default::default()
                 },
                 timeout,
@@ -2149,10 +2149,10 @@ fn watch_job_rejects_bad_progress_intervals() {
             .await
             .expect("SubmitJob")
             .into_inner()
-            .job_id;
+            .name;
         for seconds in INVALID_INTERVALS {
             let status = stream_status(solver.watch_job(pb::WatchJobRequest {
-                job_id: job.clone(),
+                name: job.clone(),
                 progress_interval_seconds: seconds,
                 ..Default::default()
             }))
@@ -2313,13 +2313,13 @@ fn progress_of_a_deep_search_in_this_process() {
         // A job that runs for a few seconds, read by GetJob, ListJobs,
         // CancelJob.
         let job = match solver.submit_job(submit(50_000_000)).await {
-            Ok(reply) => reply.into_inner().job_id,
+            Ok(reply) => reply.into_inner().name,
             Err(status) => return vec![format!("SubmitJob: {status:?}")],
         };
         for k in 0..10 {
             tokio::time::sleep(Duration::from_millis(30)).await;
             let call = solver.get_job(pb::GetJobRequest {
-                job_id: job.clone(),
+                name: job.clone(),
                 ..Default::default()
             });
             if let Err(e) = tokio::time::timeout(CALL_BOUND, call)
@@ -2337,7 +2337,7 @@ fn progress_of_a_deep_search_in_this_process() {
             Ok(Ok(_)) => {}
             other => problems.push(format!("ListJobs with a deep job: {other:?}")),
         }
-        let call = solver.cancel_job(pb::CancelJobRequest { job_id: job });
+        let call = solver.cancel_job(pb::CancelJobRequest { name: job });
         match tokio::time::timeout(CALL_BOUND, call).await {
             Ok(Ok(_)) => {}
             other => problems.push(format!("CancelJob of a deep job: {other:?}")),
@@ -2345,10 +2345,10 @@ fn progress_of_a_deep_search_in_this_process() {
         // Progress every 10 ms until the deadline.
         let job = solver.submit_job(submit(50_000_000)).await;
         if let Ok(job) = job {
-            let job_id = job.into_inner().job_id;
+            let job_id = job.into_inner().name;
             let watched = read_all(solver.watch_job(with_timeout(
                 pb::WatchJobRequest {
-                    job_id: job_id.clone(),
+                    name: job_id.clone(),
                     progress_interval_seconds: 0.01,
                     ..Default::default()
                 },
@@ -2356,7 +2356,7 @@ fn progress_of_a_deep_search_in_this_process() {
             )))
             .await;
             expect_deadline("WatchJob of a deep job", watched, &mut problems);
-            let cancel = solver.cancel_job(pb::CancelJobRequest { job_id });
+            let cancel = solver.cancel_job(pb::CancelJobRequest { name: job_id });
             let _ = tokio::time::timeout(CALL_BOUND, cancel).await;
         }
         let enumerated = read_all(solver.enumerate(with_timeout(

@@ -120,7 +120,7 @@ async fn ended_jobs_keep_no_problem_and_are_capped() {
             .await
             .unwrap()
             .into_inner()
-            .job_id;
+            .name;
         ids.push(id);
         peak = peak.max(server.rss_mib());
         if ids.len() % 10 == 0 {
@@ -151,14 +151,14 @@ async fn ended_jobs_keep_no_problem_and_are_capped() {
         .iter()
         .all(|j| j.summary.as_ref().unwrap().reason == pb::EndReason::NodeLimit as i32));
     // The oldest went first: the last 20 are the ones left.
-    let kept: Vec<&str> = listed.iter().map(|j| j.job_id.as_str()).collect();
+    let kept: Vec<&str> = listed.iter().map(|j| j.name.as_str()).collect();
     assert_eq!(
         kept,
         ids[40..].iter().map(String::as_str).collect::<Vec<_>>()
     );
     let status = client
         .get_job(pb::GetJobRequest {
-            job_id: ids[0].clone(),
+            name: ids[0].clone(),
             max_solutions: 0,
         })
         .await

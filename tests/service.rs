@@ -591,7 +591,7 @@ async fn check_job(
     .await
     .unwrap_or_else(|e| panic!("{name}: SubmitJob: {e:?}"))
     .into_inner()
-    .job_id;
+    .name;
     assert!(!id.is_empty(), "{name}: job id");
 
     // Two watchers from the start, the second asking for the packed form.
@@ -601,7 +601,7 @@ async fn check_job(
             "WatchJob",
             STEP,
             client.watch_job(pb::WatchJobRequest {
-                job_id: id.clone(),
+                name: id.clone(),
                 include_solutions: true,
                 progress_interval_seconds: 0.05,
                 packed_solutions: packed,
@@ -635,7 +635,7 @@ async fn check_job(
         "GetJob",
         STEP,
         client.get_job(pb::GetJobRequest {
-            job_id: id.clone(),
+            name: id.clone(),
             max_solutions: 0,
             ..Default::default()
         }),
@@ -644,13 +644,23 @@ async fn check_job(
     .unwrap_or_else(|e| panic!("{name}: GetJob: {e:?}"))
     .into_inner();
     let job = got.job.expect("job");
-    assert_eq!(job.job_id, id);
-    assert_eq!(job.state, pb::JobState::Done as i32, "{name}: state");
+    assert_eq!(job.name, id);
+    assert_eq!(job.state(), pb::JobState::Succeeded, "{name}: state");
     let s = job.summary.expect("a done job has a summary");
     assert_eq!(s.solutions, expected, "{name}: GetJob count");
     assert_eq!(s.reason, pb::EndReason::Complete as i32, "{name}");
     assert!(s.exhausted);
-    assert!(job.created_unix_seconds > 1.6e9, "{name}: created time");
+    let created = std::time::SystemTime::try_from(job.create_time.expect("create_time")).unwrap();
+    let ended =
+        std::time::SystemTime::try_from(job.end_time.expect("an ended job's end_time")).unwrap();
+    assert!(
+        created > std::time::UNIX_EPOCH + Duration::from_secs(1_600_000_000),
+        "{name}: created time"
+    );
+    assert!(
+        ended >= created,
+        "{name}: end_time {ended:?} before create_time {created:?}"
+    );
     let kept = expected.min(u64::from(keep)) as usize;
     assert_eq!(got.solutions.len(), kept, "{name}: kept solutions");
     let distinct: HashSet<Vec<u32>> = got.solutions.iter().map(indices).collect();
@@ -682,7 +692,7 @@ async fn check_job(
     }
     let mut replay = client
         .watch_job(pb::WatchJobRequest {
-            job_id: id.clone(),
+            name: id.clone(),
             include_solutions: true,
             packed_solutions: true,
             ..Default::default()
@@ -701,7 +711,7 @@ async fn check_job(
     if kept > 1 {
         let two = client
             .get_job(pb::GetJobRequest {
-                job_id: id.clone(),
+                name: id.clone(),
                 max_solutions: 1,
                 ..Default::default()
             })
@@ -760,10 +770,10 @@ async fn known_counts_end_to_end() {
         .into_inner()
         .jobs;
     assert_eq!(jobs.len(), SMALL.len() + 1, "one job per instance");
-    assert!(jobs.iter().any(|j| j.job_id == latin5_job));
+    assert!(jobs.iter().any(|j| j.name == latin5_job));
     assert!(jobs
         .iter()
-        .all(|j| j.state == pb::JobState::Done as i32 && j.summary.is_some()));
+        .all(|j| j.state() == pb::JobState::Succeeded && j.summary.is_some()));
 
     // The structured form gives what the DLX text gives.
     for name in [
@@ -968,7 +978,7 @@ async fn cancel_mid_enumeration() {
         .await
         .unwrap()
         .into_inner()
-        .job_id;
+        .name;
     let p = pool.clone();
     wait_for("both workers busy with queens15", STEP, move || {
         p.busy_workers() == 2
@@ -976,7 +986,7 @@ async fn cancel_mid_enumeration() {
     .await;
     let running = client
         .get_job(pb::GetJobRequest {
-            job_id: id.clone(),
+            name: id.clone(),
             max_solutions: 1,
             ..Default::default()
         })
@@ -991,7 +1001,7 @@ async fn cancel_mid_enumeration() {
     let cancelled_at = Instant::now();
     let c = client
         .cancel_job(pb::CancelJobRequest {
-            job_id: id.clone(),
+            name: id.clone(),
             ..Default::default()
         })
         .await
@@ -999,12 +1009,12 @@ async fn cancel_mid_enumeration() {
         .into_inner()
         .job
         .unwrap();
-    assert_eq!(c.job_id, id);
+    assert_eq!(c.name, id);
     let mut done = None;
     for _ in 0..1000 {
         let job = client
             .get_job(pb::GetJobRequest {
-                job_id: id.clone(),
+                name: id.clone(),
                 max_solutions: 0,
                 ..Default::default()
             })
@@ -1013,7 +1023,7 @@ async fn cancel_mid_enumeration() {
             .into_inner()
             .job
             .unwrap();
-        if job.state == pb::JobState::Done as i32 {
+        if job.state().is_final() {
             done = Some(job);
             break;
         }
@@ -1036,7 +1046,7 @@ async fn cancel_mid_enumeration() {
     // Watching a cancelled job ends at once with its summary.
     let mut w = client
         .watch_job(pb::WatchJobRequest {
-            job_id: id.clone(),
+            name: id.clone(),
             ..Default::default()
         })
         .await
@@ -1048,7 +1058,7 @@ async fn cancel_mid_enumeration() {
     // Cancelling again is harmless.
     let again = client
         .cancel_job(pb::CancelJobRequest {
-            job_id: id.clone(),
+            name: id.clone(),
             ..Default::default()
         })
         .await
@@ -1056,7 +1066,8 @@ async fn cancel_mid_enumeration() {
         .into_inner()
         .job
         .unwrap();
-    assert_eq!(again.state, pb::JobState::Done as i32);
+    assert_eq!(again.state(), pb::JobState::Cancelled);
+    assert!(again.end_time.is_some(), "a cancelled job has an end_time");
     assert_eq!(
         again.summary.unwrap().reason,
         pb::EndReason::Cancelled as i32
@@ -1191,9 +1202,9 @@ async fn deadline_expires_mid_stream() {
         .await
         .unwrap()
         .into_inner()
-        .job_id;
+        .name;
     let mut request = Request::new(pb::WatchJobRequest {
-        job_id: id.clone(),
+        name: id.clone(),
         include_solutions: true,
         progress_interval_seconds: 0.05,
         ..Default::default()
@@ -1218,7 +1229,7 @@ async fn deadline_expires_mid_stream() {
     );
     let job = client
         .get_job(pb::GetJobRequest {
-            job_id: id.clone(),
+            name: id.clone(),
             max_solutions: 1,
             ..Default::default()
         })
@@ -1234,7 +1245,7 @@ async fn deadline_expires_mid_stream() {
     );
     client
         .cancel_job(pb::CancelJobRequest {
-            job_id: id,
+            name: id,
             ..Default::default()
         })
         .await
@@ -1743,27 +1754,27 @@ async fn invalid_requests_are_rejected() {
     ] {
         let r = client
             .get_job(pb::GetJobRequest {
-                job_id: id.into(),
+                name: id.into(),
                 max_solutions: 0,
                 ..Default::default()
             })
             .await;
-        assert_status(&format!("GetJob {id:?}"), r, code, &["job_id"]);
+        assert_status(&format!("GetJob {id:?}"), r, code, &["name"]);
         let r = client
             .cancel_job(pb::CancelJobRequest {
-                job_id: id.into(),
+                name: id.into(),
                 ..Default::default()
             })
             .await;
-        assert_status(&format!("CancelJob {id:?}"), r, code, &["job_id"]);
+        assert_status(&format!("CancelJob {id:?}"), r, code, &["name"]);
         let r = client
             .watch_job(pb::WatchJobRequest {
-                job_id: id.into(),
+                name: id.into(),
                 ..Default::default()
             })
             .await
             .map(|_| ());
-        assert_status(&format!("WatchJob {id:?}"), r, code, &["job_id"]);
+        assert_status(&format!("WatchJob {id:?}"), r, code, &["name"]);
     }
 
     // Nothing leaked, and the server still answers.
@@ -1795,7 +1806,7 @@ async fn limits_are_enforced() {
         .await
         .unwrap()
         .into_inner()
-        .job_id;
+        .name;
     let small = instance("queens8");
     let r = client
         .submit_job(pb::SubmitJobRequest {
@@ -1827,7 +1838,7 @@ async fn limits_are_enforced() {
     assert_status("Enumerate while full", r, Code::ResourceExhausted, &[]);
     client
         .cancel_job(pb::CancelJobRequest {
-            job_id: id,
+            name: id,
             ..Default::default()
         })
         .await
@@ -2444,7 +2455,7 @@ async fn jobs_are_resources_listed_in_pages_with_machine_readable_errors() {
             .await
             .unwrap()
             .into_inner()
-            .job_id;
+            .name;
         assert!(
             id.strip_prefix("jobs/")
                 .is_some_and(|n| n.parse::<u64>().is_ok()),
@@ -2474,7 +2485,7 @@ async fn jobs_are_resources_listed_in_pages_with_machine_readable_errors() {
         }
     }
     assert_eq!(pages, 3);
-    let names: Vec<&str> = listed.iter().map(|j| j.job_id.as_str()).collect();
+    let names: Vec<&str> = listed.iter().map(|j| j.name.as_str()).collect();
     assert_eq!(names, ids.iter().map(String::as_str).collect::<Vec<_>>());
     for job in &listed {
         let created = std::time::SystemTime::try_from(job.create_time.expect("create_time"))
@@ -2484,12 +2495,8 @@ async fn jobs_are_resources_listed_in_pages_with_machine_readable_errors() {
             .or_else(|e| before.duration_since(created).map_err(|_| e))
             .unwrap_or_default();
         assert!(skew < Duration::from_secs(60), "{skew:?}");
-        let seconds = job.created_unix_seconds;
-        let from_stamp = created
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs_f64();
-        assert!((seconds - from_stamp).abs() < 1e-3);
+        // end_time is there exactly when the job has ended.
+        assert_eq!(job.end_time.is_some(), job.state().is_final(), "{job:?}");
     }
     let bad_token = client
         .list_jobs(pb::ListJobsRequest {
@@ -2535,14 +2542,14 @@ async fn jobs_are_resources_listed_in_pages_with_machine_readable_errors() {
         count_only: true,
         ..Default::default()
     };
-    let first = client.submit_job(long()).await.unwrap().into_inner().job_id;
+    let first = client.submit_job(long()).await.unwrap().into_inner().name;
     let refused = client.submit_job(long()).await.unwrap_err();
     assert_eq!(refused.code(), Code::ResourceExhausted);
     let details = refused.get_error_details();
     let info = details.error_info().expect("an ErrorInfo");
     assert_eq!(info.reason, "TOO_MANY_JOBS");
     client
-        .cancel_job(pb::CancelJobRequest { job_id: first })
+        .cancel_job(pb::CancelJobRequest { name: first })
         .await
         .unwrap();
     server.shutdown().await.unwrap();

@@ -297,10 +297,10 @@ async fn watch_job_ends_unavailable_after_its_summary() {
         .await
         .expect("SubmitJob")
         .into_inner()
-        .job_id;
+        .name;
     let stream = client
         .watch_job(pb::WatchJobRequest {
-            job_id: job,
+            name: job,
             progress_interval_seconds: 0.05,
             ..Default::default()
         })

@@ -139,7 +139,7 @@ fn request(text: &str) -> pb::SubmitJobRequest {
 async fn get(client: &mut Client, job: &str) -> pb::Job {
     client
         .get_job(pb::GetJobRequest {
-            job_id: job.to_string(),
+            name: job.to_string(),
             max_solutions: 1,
         })
         .await
@@ -153,7 +153,7 @@ async fn wait_done(client: &mut Client, job: &str) -> pb::Job {
     let start = Instant::now();
     loop {
         let message = get(client, job).await;
-        if message.state == pb::JobState::Done as i32 {
+        if message.state().is_final() {
             return message;
         }
         assert!(start.elapsed() < Duration::from_secs(180), "{job} not done");
@@ -196,7 +196,7 @@ async fn a_read_only_store_starts_degraded_and_says_read_only() {
         .await
         .expect("SubmitJob")
         .into_inner()
-        .job_id;
+        .name;
     assert_eq!(wait_done(&mut client, &job).await.stored_solutions, 92);
     server.terminate();
     let Some(_bind) = Mount::new(&["--bind", &dir.path().display().to_string()], dir.path()) else {
@@ -233,7 +233,7 @@ async fn wait_ended(client: &mut Client, job: &str) -> pb::Job {
     let start = Instant::now();
     loop {
         let message = get(client, job).await;
-        if message.state == pb::JobState::Done as i32 {
+        if pb::JobState::try_from(message.state).is_ok_and(|state| state.is_final()) {
             return message;
         }
         assert!(
@@ -273,7 +273,7 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
         .await
         .expect("SubmitJob")
         .into_inner()
-        .job_id;
+        .name;
     let failed = wait_ended(&mut client, &filler).await;
     let summary = failed.summary.expect("a summary");
     assert_eq!(summary.reason, pb::EndReason::Failed as i32, "{summary:?}");
@@ -313,7 +313,7 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
     assert_eq!(read.stored_solutions, kept);
     let page = client
         .list_job_solutions(pb::ListJobSolutionsRequest {
-            job_id: filler.clone(),
+            name: filler.clone(),
             page_size: 100,
             ..Default::default()
         })
@@ -330,7 +330,7 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
     let deleting = Instant::now();
     client
         .delete_job(pb::DeleteJobRequest {
-            job_id: filler.clone(),
+            name: filler.clone(),
         })
         .await
         .expect("DeleteJob on a full store");
@@ -341,7 +341,7 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
     );
     let gone = client
         .get_job(pb::GetJobRequest {
-            job_id: filler.clone(),
+            name: filler.clone(),
             max_solutions: 0,
         })
         .await
@@ -363,7 +363,7 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
         .await
         .expect("SubmitJob after the delete")
         .into_inner()
-        .job_id;
+        .name;
     let done = wait_ended(&mut client, &job).await;
     let summary = done.summary.expect("a summary");
     assert_eq!(

@@ -177,7 +177,7 @@ async fn submitted(
     let failed = |e: tonic::Status| CliError::Failed(e.to_string());
     let mut client = client(server.addr).await?;
     let start = Instant::now();
-    let job_id = client
+    let name = client
         .submit_job(pb::SubmitJobRequest {
             problem: dlx(text.to_string()),
             ..Default::default()
@@ -185,11 +185,11 @@ async fn submitted(
         .await
         .map_err(failed)?
         .into_inner()
-        .job_id;
+        .name;
     loop {
         let job = client
             .get_job(pb::GetJobRequest {
-                job_id: job_id.clone(),
+                name: name.clone(),
                 max_solutions: 1,
             })
             .await
@@ -197,7 +197,7 @@ async fn submitted(
             .into_inner()
             .job
             .unwrap_or_default();
-        if job.state == pb::JobState::Done as i32 {
+        if job.state().is_final() {
             return Ok((start.elapsed().as_secs_f64(), job));
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -235,8 +235,8 @@ async fn durability(set: &BenchSet, out: Rows) -> Result<(), CliError> {
         )));
     }
     let mut client = client(server.addr).await?;
-    let (read, read_s) = read_stored(&mut client, &job.job_id, false).await?;
-    let (packed_read, packed_read_s) = read_stored(&mut client, &job.job_id, true).await?;
+    let (read, read_s) = read_stored(&mut client, &job.name, false).await?;
+    let (packed_read, packed_read_s) = read_stored(&mut client, &job.name, true).await?;
     let _ = server.shutdown().await;
     let bytes: u64 = std::fs::read_dir(&data)
         .map_err(|e| CliError::Failed(e.to_string()))?
@@ -302,7 +302,7 @@ async fn durability(set: &BenchSet, out: Rows) -> Result<(), CliError> {
 /// 100,000, one message per solution or packed: how many, in how long.
 async fn read_stored(
     client: &mut SolverServiceClient<tonic::transport::Channel>,
-    job_id: &str,
+    name: &str,
     packed: bool,
 ) -> Result<(u64, f64), CliError> {
     let start = Instant::now();
@@ -311,7 +311,7 @@ async fn read_stored(
     loop {
         let page = client
             .list_job_solutions(pb::ListJobSolutionsRequest {
-                job_id: job_id.to_string(),
+                name: name.to_string(),
                 page_size: 100_000,
                 page_token: token,
                 include_option_text: false,
@@ -653,7 +653,7 @@ async fn get_job(set: &BenchSet, out: Rows) -> Result<(), CliError> {
     let (_, queens) = set.load("queens8")?;
     let server = start_server(2).await?;
     let mut client = client(server.addr).await?;
-    let job_id = client
+    let name = client
         .submit_job(pb::SubmitJobRequest {
             problem: dlx(latin),
             keep_solutions: GETJOB_KEPT,
@@ -662,9 +662,9 @@ async fn get_job(set: &BenchSet, out: Rows) -> Result<(), CliError> {
         .await
         .map_err(failed)?
         .into_inner()
-        .job_id;
+        .name;
     let get = pb::GetJobRequest {
-        job_id: job_id.clone(),
+        name: name.clone(),
         max_solutions: 1,
     };
     loop {
@@ -673,10 +673,7 @@ async fn get_job(set: &BenchSet, out: Rows) -> Result<(), CliError> {
             .await
             .map_err(failed)?
             .into_inner();
-        if job
-            .job
-            .is_some_and(|j| j.state == pb::JobState::Done as i32)
-        {
+        if job.job.is_some_and(|j| j.state().is_final()) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -157,13 +157,17 @@ impl SolverApi {
     /// The job `id` names, if `caller` may see it: another caller's job is
     /// as absent as one that never was.
     fn find(&self, id: &str, caller: &Caller) -> Result<Entry, Status> {
-        let parsed = parse_id(id)
-            .ok_or_else(|| status::invalid(format!("job_id: {} is not a job id", quote(id))))?;
+        let parsed = parse_id(id).ok_or_else(|| {
+            status::invalid(format!(
+                "name: {} is not a job name (jobs/{{id}})",
+                quote(id)
+            ))
+        })?;
         self.jobs
             .get(parsed)
             .filter(|entry| caller.owns(entry.owner()))
             .ok_or_else(|| {
-                status::job_not_found(id, format!("job_id: no job {id} (it may have expired)"))
+                status::job_not_found(id, format!("name: no job {id} (it may have expired)"))
             })
     }
 }
@@ -427,7 +431,7 @@ impl SolverService for SolverApi {
         self.jobs.insert(job.clone());
         tracing::info!(job = job.id, "job submitted");
         Ok(Response::new(pb::SubmitJobResponse {
-            job_id: format_id(job.id),
+            name: format_id(job.id),
         }))
     }
 
@@ -442,7 +446,7 @@ impl SolverService for SolverApi {
         let req = request.into_inner();
         let interval =
             convert::interval("progress_interval_seconds", req.progress_interval_seconds)?;
-        let entry = self.find(&req.job_id, &caller)?;
+        let entry = self.find(&req.name, &caller)?;
         let pool = self.pool.clone();
         let span = tracing::info_span!("job", id = entry.id(), rpc = "WatchJob");
         let packed = req.packed_solutions;
@@ -488,7 +492,7 @@ impl SolverService for SolverApi {
     ) -> Result<Response<pb::GetJobResponse>, Status> {
         let caller = Caller::of(&request);
         let req = request.into_inner();
-        let entry = self.find(&req.job_id, &caller)?;
+        let entry = self.find(&req.name, &caller)?;
         let durable = match &entry {
             Entry::Live(job) => job.spec.durable,
             Entry::Ended(record) => record.durable(),
@@ -548,7 +552,7 @@ impl SolverService for SolverApi {
         request: Request<pb::CancelJobRequest>,
     ) -> Result<Response<pb::CancelJobResponse>, Status> {
         let caller = Caller::of(&request);
-        let entry = self.find(&request.into_inner().job_id, &caller)?;
+        let entry = self.find(&request.into_inner().name, &caller)?;
         if let Entry::Live(job) = &entry {
             self.pool.cancel(job, EndReason::Cancelled);
             tracing::info!(job = job.id, "job cancelled");
@@ -608,7 +612,7 @@ impl SolverService for SolverApi {
     ) -> Result<Response<pb::ListJobSolutionsResponse>, Status> {
         let caller = Caller::of(&request);
         let req = request.into_inner();
-        let entry = self.find(&req.job_id, &caller)?;
+        let entry = self.find(&req.name, &caller)?;
         let store = self.store()?;
         let (durable, committed, ended) = match &entry {
             Entry::Live(job) => (job.spec.durable, job.committed(), job.end_stored()),
@@ -618,9 +622,9 @@ impl SolverService for SolverApi {
             return Err(status::error(
                 status::Reason::JobNotStored,
                 format!(
-                    "job_id: {} was not stored (it was submitted to a server without --data-dir); \
+                    "name: {} was not stored (it was submitted to a server without --data-dir); \
                  read its kept solutions with GetJob",
-                    quote(&req.job_id)
+                    quote(&req.name)
                 ),
             ));
         }
@@ -672,7 +676,7 @@ impl SolverService for SolverApi {
     ) -> Result<Response<pb::DeleteJobResponse>, Status> {
         let caller = Caller::of(&request);
         let req = request.into_inner();
-        let entry = self.find(&req.job_id, &caller)?;
+        let entry = self.find(&req.name, &caller)?;
         if let Entry::Live(job) = &entry {
             self.pool.cancel(job, EndReason::Cancelled);
             // Its writer ends once the job has; then nothing writes to it.

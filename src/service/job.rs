@@ -304,6 +304,8 @@ pub struct Job {
     failure: Mutex<Option<Failure>>,
     /// Set once the job has ended.
     summary: Mutex<Option<Summary>>,
+    /// When it ended (the API's `end_time`), set with `summary`.
+    ended_at: std::sync::OnceLock<SystemTime>,
     /// Largest progress fraction reported so far (bits of an f64), so that
     /// reports never go backwards.
     reported_fraction: AtomicU64,
@@ -355,6 +357,7 @@ impl Job {
             stop_reason: Mutex::new(None),
             failure: Mutex::new(None),
             summary: Mutex::new(None),
+            ended_at: std::sync::OnceLock::new(),
             reported_fraction: AtomicU64::new(0f64.to_bits()),
             output,
             kept: Mutex::new(Vec::new()),
@@ -628,6 +631,7 @@ impl Job {
             self.reported_fraction
                 .store(1f64.to_bits(), Ordering::SeqCst);
         }
+        let _ = self.ended_at.set(SystemTime::now());
         *self.summary.locked() = Some(summary.clone());
         if let Some(output) = &self.output {
             output.push(Event::Done(summary.clone()));
@@ -638,6 +642,11 @@ impl Job {
 
     pub fn summary(&self) -> Option<Summary> {
         self.summary.locked().clone()
+    }
+
+    /// When the job ended, once it has.
+    pub fn ended_at(&self) -> Option<SystemTime> {
+        self.ended_at.get().copied()
     }
 
     /// Waits until the job has ended.

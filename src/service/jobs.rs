@@ -20,7 +20,7 @@ use crate::xcc::Problem;
 
 use super::callers::Caller;
 use super::convert;
-use super::job::{Job, JobId, SolutionIndices, Summary};
+use super::job::{EndReason, Job, JobId, SolutionIndices, Summary};
 use super::pool::Pool;
 use super::proto as pb;
 use super::store::{JobStore, StoreError, StoredJob, StoredRequest};
@@ -90,20 +90,20 @@ impl Record {
 /// The final message of a stored job that cannot run again.
 pub fn failed_message(id: JobId, request: &StoredRequest, error: &str) -> pb::Job {
     pb::Job {
-        job_id: format_id(id),
-        state: pb::JobState::Done as i32,
+        name: format_id(id),
+        state: pb::JobState::Failed as i32,
         progress: None,
         summary: Some(pb::Summary {
             reason: pb::EndReason::Failed as i32,
             error: error.to_string(),
             ..pb::Summary::default()
         }),
-        created_unix_seconds: request.created_unix_seconds,
         durable: true,
         stored_solutions: 0,
         create_time: Some(convert::timestamp(convert::from_unix_seconds(
             request.created_unix_seconds,
         ))),
+        end_time: Some(convert::timestamp(std::time::SystemTime::now())),
     }
 }
 
@@ -144,22 +144,45 @@ pub fn final_message(pool: &Pool, job: &Job, stored: u64) -> pb::Job {
 
 fn message_with(pool: &Pool, job: &Job, summary: Option<Summary>, stored: u64) -> pb::Job {
     let progress = pool.progress(job);
-    let state = if summary.is_some() {
-        pb::JobState::Done
+    let state = if let Some(summary) = &summary {
+        final_state(summary)
     } else if progress.tasks_running > 0 || progress.nodes > 0 {
         pb::JobState::Running
     } else {
         pb::JobState::Queued
     };
     pb::Job {
-        job_id: format_id(job.id),
+        name: format_id(job.id),
         state: state as i32,
         progress: Some(convert::progress(&progress)),
         summary: summary.as_ref().map(convert::summary),
-        created_unix_seconds: convert::unix_seconds(job.created),
         durable: job.spec.durable,
         stored_solutions: stored,
         create_time: Some(convert::timestamp(job.created)),
+        end_time: summary
+            .as_ref()
+            .map(|_| convert::timestamp(job.ended_at().unwrap_or_else(std::time::SystemTime::now))),
+    }
+}
+
+impl pb::JobState {
+    /// Whether a job in this state has ended (SUCCEEDED, FAILED, CANCELLED).
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            pb::JobState::Succeeded | pb::JobState::Failed | pb::JobState::Cancelled
+        )
+    }
+}
+
+/// The state of a job that ended so (see JobState in solver.proto): its own
+/// limits reached are success, a shutdown under a job that is not durable is
+/// a failure (a durable job is not ended by one: it resumes).
+pub fn final_state(summary: &Summary) -> pb::JobState {
+    match summary.reason {
+        EndReason::Complete | EndReason::Limit | EndReason::NodeLimit => pb::JobState::Succeeded,
+        EndReason::Cancelled => pb::JobState::Cancelled,
+        EndReason::Deadline | EndReason::Shutdown | EndReason::Failed => pb::JobState::Failed,
     }
 }
 

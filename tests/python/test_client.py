@@ -280,10 +280,10 @@ def test_job_queens8(pb, stub):
     job_id = stub.SubmitJob(
         pb.pb2.SubmitJobRequest(problem=dlx_problem(pb, "queens8"), keep_solutions=10),
         timeout=TIMEOUT,
-    ).job_id
+    ).name
     summaries, kept = [], []
     for response in stub.WatchJob(
-        pb.pb2.WatchJobRequest(job_id=job_id, include_solutions=True), timeout=TIMEOUT
+        pb.pb2.WatchJobRequest(name=job_id, include_solutions=True), timeout=TIMEOUT
     ):
         kind = response.WhichOneof("event")
         if kind == "solutions":
@@ -293,10 +293,10 @@ def test_job_queens8(pb, stub):
     assert len(summaries) == 1 and summaries[0].solutions == 92
     # The server of these tests stores its jobs (--data-dir): a job keeps
     # every solution, in the order found.
-    got = stub.GetJob(pb.pb2.GetJobRequest(job_id=job_id, max_solutions=10), timeout=TIMEOUT)
-    assert got.job.state == pb.pb2.JOB_STATE_DONE
+    got = stub.GetJob(pb.pb2.GetJobRequest(name=job_id, max_solutions=10), timeout=TIMEOUT)
+    assert got.job.state == pb.pb2.JOB_STATE_SUCCEEDED
     assert got.job.durable and got.job.stored_solutions == 92
-    assert job_id.startswith("jobs/") and got.job.job_id == job_id
+    assert job_id.startswith("jobs/") and got.job.name == job_id
     assert got.job.create_time.seconds > 0
     assert got.job.summary.statistics.elapsed.ToTimedelta().total_seconds() >= 0
     assert got.job.summary.solutions == 92
@@ -308,7 +308,7 @@ def test_job_queens8(pb, stub):
     paged, token = [], ""
     while True:
         page = stub.ListJobSolutions(
-            pb.pb2.ListJobSolutionsRequest(job_id=job_id, page_size=25, page_token=token),
+            pb.pb2.ListJobSolutionsRequest(name=job_id, page_size=25, page_token=token),
             timeout=TIMEOUT,
         )
         assert page.first_index == len(paged)
@@ -319,15 +319,15 @@ def test_job_queens8(pb, stub):
     assert paged == kept
     rest = []
     for response in stub.WatchJob(
-        pb.pb2.WatchJobRequest(job_id=job_id, include_solutions=True, from_solution=50),
+        pb.pb2.WatchJobRequest(name=job_id, include_solutions=True, from_solution=50),
         timeout=TIMEOUT,
     ):
         if response.WhichOneof("event") == "solutions":
             rest.extend(tuple(s.option_indices) for s in response.solutions.solutions)
     assert rest == kept[50:]
-    stub.DeleteJob(pb.pb2.DeleteJobRequest(job_id=job_id), timeout=TIMEOUT)
+    stub.DeleteJob(pb.pb2.DeleteJobRequest(name=job_id), timeout=TIMEOUT)
     with pytest.raises(grpc.RpcError) as error:
-        stub.GetJob(pb.pb2.GetJobRequest(job_id=job_id), timeout=TIMEOUT)
+        stub.GetJob(pb.pb2.GetJobRequest(name=job_id), timeout=TIMEOUT)
     assert error.value.code() == grpc.StatusCode.NOT_FOUND
 
 

@@ -50,12 +50,6 @@ def fails(call, request, stream=False):
     return error.value
 
 
-def job_field(pb):
-    """The job's name field (`name`, or the older `job_id`)."""
-    fields = pb.pb2.GetJobRequest.DESCRIPTOR.fields_by_name
-    return "name" if "name" in fields else "job_id"
-
-
 def test_a_bad_problem_names_its_field_and_reason(pb, stub):
     error = fails(stub.Solve, pb.pb2.SolveRequest(problem=pb.pb2.Problem(dlx="a b\nc\n")))
     found = reason_of(error, "INVALID_PROBLEM", grpc.StatusCode.INVALID_ARGUMENT)
@@ -85,16 +79,14 @@ def test_a_batch_over_its_limit_says_the_limit(pb, stub):
 
 
 def test_a_missing_job_names_the_resource(pb, stub):
-    field = job_field(pb)
-    error = fails(stub.GetJob, pb.pb2.GetJobRequest(**{field: "jobs/987654321"}))
+    error = fails(stub.GetJob, pb.pb2.GetJobRequest(name="jobs/987654321"))
     found = reason_of(error, "JOB_NOT_FOUND", grpc.StatusCode.NOT_FOUND)
     assert found["ResourceInfo"].resource_type == "xccd.v1.Job"
     assert found["ResourceInfo"].resource_name == "jobs/987654321"
 
 
 def test_a_bad_job_name_is_invalid_job_name(pb, stub):
-    field = job_field(pb)
-    error = fails(stub.GetJob, pb.pb2.GetJobRequest(**{field: "five"}))
+    error = fails(stub.GetJob, pb.pb2.GetJobRequest(name="five"))
     reason_of(error, "INVALID_JOB_NAME", grpc.StatusCode.INVALID_ARGUMENT)
 
 
