@@ -1,16 +1,30 @@
 //! grpcurl, through the server's reflection alone (no `.proto` file),
 //! prints the error details of a status decoded: ErrorInfo, ResourceInfo,
-//! BadRequest (docs/errors.md). grpcurl is the program on PATH (`.ci/run`
-//! puts .venv/bin first); without it the test says SKIPPED, unless
-//! XCCD_DOCS_REQUIRE_TOOLS is set, when it fails.
+//! BadRequest (docs/errors.md). grpcurl is the repository's
+//! `.venv/bin/grpcurl` (where `.ci/run` installs it), else the one on PATH;
+//! without it the test says SKIPPED, unless XCCD_DOCS_REQUIRE_TOOLS is set,
+//! when it fails.
 
 use std::process::Command;
 
 use xccd::service::server::{start, ServeConfig};
 use xccd::service::PoolConfig;
 
+/// The grpcurl to run: the repository's venv's, else the one on PATH.
+fn grpcurl_program() -> std::path::PathBuf {
+    let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/grpcurl");
+    if venv.is_file() {
+        venv
+    } else {
+        "grpcurl".into()
+    }
+}
+
 fn grpcurl_found() -> bool {
-    let found = Command::new("grpcurl").arg("-version").output().is_ok();
+    let found = Command::new(grpcurl_program())
+        .arg("-version")
+        .output()
+        .is_ok();
     if !found {
         assert!(
             std::env::var_os("XCCD_DOCS_REQUIRE_TOOLS").is_none(),
@@ -24,7 +38,7 @@ fn grpcurl_found() -> bool {
 /// grpcurl's output (stdout and stderr) for `method` with `data`, and
 /// whether it succeeded.
 fn grpcurl(addr: &str, method: &str, data: &str) -> (bool, String) {
-    let out = Command::new("grpcurl")
+    let out = Command::new(grpcurl_program())
         .args(["-plaintext", "-format-error", "-d", data, addr, method])
         .output()
         .expect("grpcurl runs");
