@@ -22,6 +22,7 @@ pub mod jobs;
 pub mod memory;
 pub mod pool;
 pub mod proto;
+pub mod puzzle_input;
 pub mod puzzles_grpc;
 pub mod server;
 pub mod status;
