@@ -419,11 +419,9 @@ pub fn summary(s: &Summary) -> pb::Summary {
         statistics: Some(statistics(&s.stats, s.solutions, s.elapsed, s.engine)),
         reason: end_reason(s.reason) as i32,
         exhausted: s.reason == EndReason::Complete,
-        error: s
-            .failure
-            .as_ref()
-            .map(|f| f.message().to_string())
-            .unwrap_or_default(),
+        // The status the search's call ends with, details and all: one
+        // place says what a client sees, in a status or in a summary.
+        error: end_status(s).map(|status| status::message_of(&status)),
     }
 }
 
@@ -432,7 +430,7 @@ pub fn summary(s: &Summary) -> pb::Summary {
 /// what was asked (COMPLETE, LIMIT, NODE_LIMIT), which ends the call OK.
 /// Every RPC that runs a search ends through here, so a new end reason has
 /// one place to say what a client sees (the proto's `EndReason` documents
-/// it):
+/// it), and [`summary`] puts the same status in `Summary.error`:
 /// - SHUTDOWN: UNAVAILABLE with a `RetryInfo` and `ErrorInfo` reason
 ///   `SHUTTING_DOWN`: the answer is partial, the same call may be retried;
 /// - DEADLINE: DEADLINE_EXCEEDED; CANCELLED: CANCELLED;
@@ -440,8 +438,9 @@ pub fn summary(s: &Summary) -> pb::Summary {
 ///   (try again), RESOURCE_EXHAUSTED (`JOB_STORE_LIMIT`) when it outgrew the
 ///   store or (`SEARCH_MEMORY_LIMIT`) its search's memory, UNAVAILABLE
 ///   (`NO_WORKERS`, with a `RetryInfo`) when no worker came to run it,
-///   INTERNAL when a run failed (a bug: a panic, or a task that names no
-///   node).
+///   the job store's reason (`STORE_*`, see [`status::store`]) when the
+///   store failed under a durable job, INTERNAL when a run failed (a bug: a
+///   panic, or a task that names no node).
 pub fn end_status(s: &Summary) -> Option<tonic::Status> {
     match s.reason {
         EndReason::Complete | EndReason::Limit | EndReason::NodeLimit => None,
@@ -469,6 +468,9 @@ pub fn end_status(s: &Summary) -> Option<tonic::Status> {
                 status::exhausted(status::Reason::SearchMemoryLimit, message.clone())
             }
             Some(Failure::NoWorkers(message)) => status::no_workers(message.clone()),
+            Some(Failure::Store(message, cause)) => {
+                status::error(status::store_reason(*cause), message.clone())
+            }
             None => status::internal("the search failed"),
         }),
     }
