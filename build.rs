@@ -27,6 +27,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         prost::Message::encode_to_vec(&public),
     )?;
     tonic_prost_build::configure()
+        // google.rpc.Status (Summary.error) is tonic-types' own type, the
+        // one StatusExt reads and writes details with: generating it again
+        // would make a second, incompatible Rust type of the same message.
+        .extern_path(".google.rpc", "::tonic_types::pb")
         // A stream's packed solutions: the server hands its solution buffer
         // over without a copy, and a client decodes them without one.
         .bytes(".xccd.v1.SolutionBatch.packed_indices")

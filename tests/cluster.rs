@@ -543,7 +543,12 @@ async fn workers_killed_from_outside_again_and_again_do_not_fail_a_count() {
     let (delivered, status) = reading.await.unwrap();
     let lost = pool.tasks_lost();
     eprintln!("{kills} kills, {lost} runs lost");
-    assert!(status.is_none(), "{status:?}: {}", delivered.summary.error);
+    assert!(
+        status.is_none(),
+        "{status:?}: {:?}",
+        delivered.summary.error
+    );
+    assert!(delivered.summary.error.is_none());
     assert_eq!(delivered.summary.reason, pb::EndReason::Complete as i32);
     assert_eq!(delivered.summary.solutions, expected.await.unwrap());
     assert!(
@@ -592,20 +597,31 @@ async fn crashing_workers_fail_the_job(at: &str, name: &str) {
         pb::EndReason::Failed as i32,
         "{name}, crash at {at}"
     );
-    assert!(
-        delivered.summary.error.contains("at the same point"),
-        "{}",
-        delivered.summary.error
-    );
+    let (code, message, reason) = summary_error(&delivered.summary);
+    assert!(message.contains("at the same point"), "{message}");
+    assert_eq!((code, reason.as_str()), (Code::Aborted, "WORK_LOST"));
     let status = status.expect("the stream ends with an error");
     assert_eq!(status.code(), Code::Aborted, "{status:?}");
-    eprintln!(
-        "{name}, crash at {at}: {crashes} workers crashed: {}",
-        delivered.summary.error
+    assert_eq!(
+        status.message(),
+        message,
+        "the summary says what the status says"
     );
+    eprintln!("{name}, crash at {at}: {crashes} workers crashed: {message}");
     assert!(crashes >= 3, "{crashes} workers crashed");
     assert!(pool.tasks_lost() >= 3);
     server.shutdown().await.expect("clean shutdown");
+}
+
+/// The error of `summary`, which must have one: its code, message and
+/// ErrorInfo reason (of domain "xccd").
+fn summary_error(summary: &pb::Summary) -> (Code, String, String) {
+    use tonic_types::RpcStatusExt;
+    let error = (summary.error.as_ref()).unwrap_or_else(|| panic!("no error in {summary:?}"));
+    let info = error.get_error_details().error_info().cloned();
+    let info = info.unwrap_or_else(|| panic!("no ErrorInfo in {error:?}"));
+    assert_eq!(info.domain, "xccd");
+    (Code::from(error.code), error.message.clone(), info.reason)
 }
 
 /// Checks that `status` says no worker was there: UNAVAILABLE, with an
@@ -942,16 +958,18 @@ async fn a_task_that_keeps_losing_its_workers_fails_its_job() {
     assert_eq!(epochs, [0, 1, 2], "each attempt is a new epoch");
     let (delivered, status) = reading.await.unwrap();
     assert_eq!(delivered.summary.reason, pb::EndReason::Failed as i32);
+    // The summary carries the status the stream ends with, details and all.
+    let (code, message, reason) = summary_error(&delivered.summary);
     assert!(
-        delivered
-            .summary
-            .error
-            .contains("lost with its worker 3 times"),
-        "{}",
-        delivered.summary.error
+        message.contains("lost with its worker 3 times"),
+        "{message}"
     );
+    assert_eq!((code, reason.as_str()), (Code::Aborted, "WORK_LOST"));
     let status = status.expect("the stream ends with an error");
     assert_eq!(status.code(), Code::Aborted);
+    assert_eq!(status.message(), message);
+    let info = tonic_types::StatusExt::get_details_error_info(&status).expect("an ErrorInfo");
+    assert_eq!(info.reason, reason);
     assert_eq!(server.pool.tasks_lost(), 3);
     assert_eq!(server.pool.active_jobs(), 0);
     server.shutdown().await.expect("clean shutdown");

@@ -547,18 +547,47 @@ async fn a_job_past_its_byte_limit_fails_naming_the_limit() {
     // 73,712 solutions of about 14 bytes: five times the limit.
     let job = submit(&mut client, &instance("queens13")).await;
     let done = wait_done(&mut client, &job, Duration::from_secs(60)).await;
-    let summary = done.summary.expect("a summary");
+    assert_eq!(done.state(), pb::JobState::Failed);
+    let summary = done.summary.clone().expect("a summary");
     assert_eq!(summary.reason, pb::EndReason::Failed as i32);
+    let error = failed_with(&summary, Code::ResourceExhausted, "JOB_STORE_LIMIT");
     assert!(
-        summary.error.contains("--max-job-store-bytes"),
+        error.message.contains("--max-job-store-bytes"),
         "{}",
-        summary.error
+        error.message
     );
     assert!(done.stored_solutions < 73_712);
     assert_eq!(
         read_all(&mut client, &job, 100_000).await.len() as u64,
         done.stored_solutions
     );
+    // The error is stored with the job: after a restart, the job read back
+    // from the store says the same.
+    server.kill9();
+    let mut server = serve("limit-2", dir.path(), addr, &["--threads", "1"]);
+    let mut client = connect(addr, &mut server).await;
+    let stored = get(&mut client, &job).await;
+    assert_eq!(stored.state(), pb::JobState::Failed);
+    let after = stored.summary.expect("the stored summary");
+    assert_eq!(
+        failed_with(&after, Code::ResourceExhausted, "JOB_STORE_LIMIT"),
+        error
+    );
+}
+
+/// The error of a failed job's `summary`: a google.rpc.Status of `code`
+/// with an ErrorInfo of domain "xccd" and `reason`.
+fn failed_with(summary: &pb::Summary, code: Code, reason: &str) -> tonic_types::Status {
+    use tonic_types::RpcStatusExt;
+    let error = summary.error.clone().expect("Summary.error");
+    assert_eq!(Code::from(error.code), code, "{error:?}");
+    let details = error.get_error_details();
+    let info = details.error_info().expect("an ErrorInfo");
+    assert_eq!(
+        (info.domain.as_str(), info.reason.as_str()),
+        ("xccd", reason)
+    );
+    error
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -285,7 +285,14 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
     let failed = wait_ended(&mut client, &filler).await;
     let summary = failed.summary.expect("a summary");
     assert_eq!(summary.reason, pb::EndReason::Failed as i32, "{summary:?}");
-    assert!(summary.error.contains("full"), "{}", summary.error);
+    // The store's own reason, not a bug's INTERNAL: the disk is full.
+    let error = summary.error.expect("Summary.error");
+    assert!(error.message.contains("full"), "{}", error.message);
+    assert_eq!(Code::from(error.code), Code::ResourceExhausted, "{error:?}");
+    let info = tonic_types::RpcStatusExt::get_error_details(&error)
+        .error_info()
+        .cloned();
+    assert_eq!(info.expect("an ErrorInfo").reason, "STORE_DISK_FULL");
     let kept = failed.stored_solutions;
     assert!(kept > 0 && kept < 2_279_184, "{kept}");
     // The server keeps serving, and says the store is full.

@@ -284,7 +284,10 @@ pub async fn drain<M: Streamed>(
     bar.finish();
     let cut_short = match pb::EndReason::try_from(summary.reason) {
         Ok(pb::EndReason::Failed) => {
-            return Err(CliError::Failed(format!("{url}: {}", summary.error)));
+            let why = summary
+                .error
+                .map_or_else(|| "the search failed".to_string(), |status| status.message);
+            return Err(CliError::Failed(format!("{url}: {why}")));
         }
         Ok(pb::EndReason::Complete | pb::EndReason::Limit | pb::EndReason::NodeLimit) => None,
         Ok(pb::EndReason::Shutdown) => Some(format!("{url} is shutting down")),

@@ -119,6 +119,9 @@ pub enum Failure {
     /// No worker was there to run it (a coordinator whose remote workers
     /// are all gone): worth trying again later.
     NoWorkers(String),
+    /// The job store failed under a durable job; the cause, when the store
+    /// cannot be written, says what an operator must do (its own reason).
+    Store(String, Option<crate::service::store::Cause>),
 }
 
 impl Failure {
@@ -128,7 +131,8 @@ impl Failure {
             | Failure::Broken(message)
             | Failure::Exhausted(message)
             | Failure::Memory(message)
-            | Failure::NoWorkers(message) => message,
+            | Failure::NoWorkers(message)
+            | Failure::Store(message, _) => message,
         }
     }
 }

@@ -415,14 +415,40 @@ pub fn unix_seconds(t: std::time::SystemTime) -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// The time [`unix_seconds`] gave (the epoch for what is not a time).
+/// The time [`unix_seconds`] gave (the epoch for what is not a time),
+/// to the nearest microsecond: a job's times are whole microseconds (see
+/// `Job::new`), which an f64 of seconds holds exactly enough
+/// (to about 0.24 us until 2106) for the rounding to give them back, so
+/// that a job's create_time is the same before and after a restart.
 pub fn from_unix_seconds(seconds: f64) -> std::time::SystemTime {
-    std::time::UNIX_EPOCH + Duration::try_from_secs_f64(seconds).unwrap_or_default()
+    let micros = (seconds * 1e6).round();
+    if !(0.0..=u64::MAX as f64).contains(&micros) {
+        return std::time::UNIX_EPOCH;
+    }
+    std::time::UNIX_EPOCH + Duration::from_micros(micros as u64)
 }
 
 /// A time as `google.protobuf.Timestamp`.
 pub fn timestamp(t: std::time::SystemTime) -> prost_types::Timestamp {
     prost_types::Timestamp::from(t)
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::*;
+
+    #[test]
+    fn create_times_survive_the_store_exactly() {
+        let now = std::time::SystemTime::now();
+        for nanos in [0u64, 1, 999, 123_456_789, 999_999_999] {
+            let t = now + Duration::from_nanos(nanos);
+            let micros = t.duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as u64;
+            let t = std::time::UNIX_EPOCH + Duration::from_micros(micros);
+            assert_eq!(from_unix_seconds(unix_seconds(t)), t);
+        }
+        assert_eq!(from_unix_seconds(f64::NAN), std::time::UNIX_EPOCH);
+        assert_eq!(from_unix_seconds(-5.0), std::time::UNIX_EPOCH);
+    }
 }
 
 pub fn end_reason(reason: EndReason) -> pb::EndReason {
@@ -443,11 +469,9 @@ pub fn summary(s: &Summary) -> pb::Summary {
         statistics: Some(statistics(&s.stats, s.solutions, s.elapsed, s.engine)),
         reason: end_reason(s.reason) as i32,
         exhausted: s.reason == EndReason::Complete,
-        error: s
-            .failure
-            .as_ref()
-            .map(|f| f.message().to_string())
-            .unwrap_or_default(),
+        // The status the search's call ends with, details and all: one
+        // place says what a client sees, in a status or in a summary.
+        error: end_status(s).map(|status| status::message_of(&status)),
     }
 }
 
@@ -456,7 +480,7 @@ pub fn summary(s: &Summary) -> pb::Summary {
 /// what was asked (COMPLETE, LIMIT, NODE_LIMIT), which ends the call OK.
 /// Every RPC that runs a search ends through here, so a new end reason has
 /// one place to say what a client sees (the proto's `EndReason` documents
-/// it):
+/// it), and [`summary`] puts the same status in `Summary.error`:
 /// - SHUTDOWN: UNAVAILABLE with a `RetryInfo` and `ErrorInfo` reason
 ///   `SHUTTING_DOWN`: the answer is partial, the same call may be retried;
 /// - DEADLINE: DEADLINE_EXCEEDED; CANCELLED: CANCELLED;
@@ -464,8 +488,9 @@ pub fn summary(s: &Summary) -> pb::Summary {
 ///   (try again), RESOURCE_EXHAUSTED (`JOB_STORE_LIMIT`) when it outgrew the
 ///   store or (`SEARCH_MEMORY_LIMIT`) its search's memory, UNAVAILABLE
 ///   (`NO_WORKERS`, with a `RetryInfo`) when no worker came to run it,
-///   INTERNAL when a run failed (a bug: a panic, or a task that names no
-///   node).
+///   the job store's reason (`STORE_*`, see [`status::store`]) when the
+///   store failed under a durable job, INTERNAL when a run failed (a bug: a
+///   panic, or a task that names no node).
 pub fn end_status(s: &Summary) -> Option<tonic::Status> {
     match s.reason {
         EndReason::Complete | EndReason::Limit | EndReason::NodeLimit => None,
@@ -493,6 +518,9 @@ pub fn end_status(s: &Summary) -> Option<tonic::Status> {
                 status::exhausted(status::Reason::SearchMemoryLimit, message.clone())
             }
             Some(Failure::NoWorkers(message)) => status::no_workers(message.clone()),
+            Some(Failure::Store(message, cause)) => {
+                status::error(status::store_reason(*cause), message.clone())
+            }
             None => status::internal("the search failed"),
         }),
     }

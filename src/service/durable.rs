@@ -64,7 +64,7 @@ impl Default for StoreLimits {
 
 /// Store failures, as the job's failure and the log see them.
 fn store_failure(error: &StoreError) -> Failure {
-    Failure::Broken(format!("the job store failed: {error}"))
+    Failure::Store(format!("the job store failed: {error}"), error.cause())
 }
 
 /// Why the store takes no more solutions.
@@ -268,8 +268,9 @@ pub fn resume_all(
                  server starts again on a writable store",
                 cause.advice()
             );
+            let why = status::error(status::store_reason(Some(cause)), why);
             for job in store.list()?.into_iter().filter(|job| job.ended.is_none()) {
-                tracing::warn!(job = job.id, "{why}");
+                tracing::warn!(job = job.id, "{}", why.message());
                 registry.insert_unresumed(&job, &why);
             }
             return Ok(0);
@@ -284,7 +285,11 @@ pub fn resume_all(
             Ok(instance) => instance,
             Err(message) => {
                 tracing::error!(job = stored.id, %message, "a stored job cannot run again");
-                let failed = jobs::failed_message(stored.id, &stored.request, &message);
+                let why = status::error(
+                    status::Reason::JobNotResumable,
+                    format!("the stored job cannot run again: {message}"),
+                );
+                let failed = jobs::failed_message(stored.id, &stored.request, &why);
                 store.apply(
                     stored.id,
                     &[Write::Ended {

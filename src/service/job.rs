@@ -368,7 +368,14 @@ impl Job {
             id,
             problem,
             spec,
-            created: SystemTime::now(),
+            // Whole microseconds, which the store's f64 seconds give back
+            // exactly (see `convert::from_unix_seconds`).
+            created: SystemTime::UNIX_EPOCH
+                + Duration::from_micros(
+                    SystemTime::now()
+                        .duration_since(SystemTime::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_micros() as u64),
+                ),
             started: Instant::now(),
             stop: Arc::new(AtomicBool::new(false)),
             solutions: AtomicU64::new(0),

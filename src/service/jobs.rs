@@ -25,6 +25,7 @@ use super::job::{EndReason, Job, JobId, RequestKey, SolutionIndices, Summary};
 use super::pool::Pool;
 use super::proto as pb;
 use super::puzzle_input::{grid, kind_message};
+use super::status;
 use super::store::{JobStore, StoreError, StoredJob, StoredRequest};
 use super::sync::Locked;
 
@@ -92,15 +93,16 @@ impl Record {
     }
 }
 
-/// The final message of a stored job that cannot run again.
-pub fn failed_message(id: JobId, request: &StoredRequest, error: &str) -> pb::Job {
+/// The final message of a stored job that cannot run again, for `error`
+/// (its `Summary.error`).
+pub fn failed_message(id: JobId, request: &StoredRequest, error: &tonic::Status) -> pb::Job {
     pb::Job {
         name: format_id(id),
         state: pb::JobState::Failed as i32,
         progress: None,
         summary: Some(pb::Summary {
             reason: pb::EndReason::Failed as i32,
-            error: error.to_string(),
+            error: Some(status::message_of(error)),
             ..pb::Summary::default()
         }),
         durable: true,
@@ -273,7 +275,7 @@ impl JobRegistry {
     /// Keeps a stored job that did not end but cannot run now (its store
     /// cannot be written) readable, as failed for `why`, with its committed
     /// solutions; it resumes at a later start, as it is in the store.
-    pub fn insert_unresumed(&self, job: &StoredJob, why: &str) {
+    pub fn insert_unresumed(&self, job: &StoredJob, why: &tonic::Status) {
         let mut message = failed_message(job.id, &job.request, why);
         message.stored_solutions = job.committed;
         let record = Record {
@@ -572,6 +574,41 @@ pub fn parse_id(text: &str) -> Option<JobId> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A job's final message stored before `Summary.error` became a
+    /// google.rpc.Status (a string in field 5, now reserved) still reads,
+    /// its error unset; the same string under the Status's number would
+    /// not, and the stored job would be lost (the proto's reason for 6).
+    #[test]
+    fn a_final_message_stored_with_a_string_error_still_reads() {
+        let old = |field: u8| {
+            let mut summary = pb::Summary {
+                solutions: 3,
+                reason: pb::EndReason::Failed as i32,
+                ..pb::Summary::default()
+            }
+            .encode_to_vec();
+            summary.extend([(field << 3) | 2, 4]);
+            summary.extend(b"boom");
+            let mut job = pb::Job {
+                name: "jobs/7".into(),
+                state: pb::JobState::Failed as i32,
+                ..pb::Job::default()
+            }
+            .encode_to_vec();
+            job.extend([(4 << 3) | 2, summary.len() as u8]);
+            job.extend(summary);
+            job
+        };
+        let job = pb::Job::decode(old(5).as_slice()).expect("an old record decodes");
+        assert_eq!(job.name, "jobs/7");
+        assert_eq!(job.state(), pb::JobState::Failed);
+        let summary = job.summary.expect("its summary");
+        assert_eq!(summary.solutions, 3);
+        assert_eq!(summary.reason(), pb::EndReason::Failed);
+        assert!(summary.error.is_none());
+        assert!(pb::Job::decode(old(6).as_slice()).is_err());
+    }
 
     /// The compact form gives back what a message per solution held: the
     /// same indices and texts, in order, for any window.

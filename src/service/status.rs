@@ -129,6 +129,8 @@ reasons! {
     StorePermissionDenied = "STORE_PERMISSION_DENIED", Unavailable, Some(NO_WORKERS_RETRY);
     /// The job store failed otherwise (I/O); try again.
     StoreUnavailable = "STORE_UNAVAILABLE", Unavailable, Some(BUSY_RETRY);
+    /// A stored job cannot run again (its stored problem no longer reads): it ended as failed.
+    JobNotResumable = "JOB_NOT_RESUMABLE", DataLoss, None;
     /// The server is shutting down; try again (a restart or another replica).
     ShuttingDown = "SHUTTING_DOWN", Unavailable, Some(SHUTDOWN_RETRY_DELAY);
     /// No worker came to run the search; try again.
@@ -362,14 +364,38 @@ pub fn internal(message: impl Into<String>) -> Status {
 /// `STORE_PERMISSION_DENIED` are UNAVAILABLE: an operator must act); any
 /// other failure is UNAVAILABLE (`STORE_UNAVAILABLE`).
 pub fn store(error: &crate::service::store::StoreError) -> Status {
+    self::error(store_reason(error.cause()), error.to_string())
+}
+
+/// The reason of a job store failure of `cause` (none: an I/O error or
+/// the like), for [`store`] and for a job the store failed.
+pub fn store_reason(cause: Option<crate::service::store::Cause>) -> Reason {
     use crate::service::store::Cause;
-    let reason = match error.cause() {
+    match cause {
         Some(Cause::Full) => Reason::StoreDiskFull,
         Some(Cause::ReadOnly) => Reason::StoreReadOnly,
         Some(Cause::PermissionDenied) => Reason::StorePermissionDenied,
         None => Reason::StoreUnavailable,
-    };
-    self::error(reason, error.to_string())
+    }
+}
+
+/// `status` as a `google.rpc.Status` message, for a field that carries an
+/// error (`Summary.error`): its code, message and the very details its
+/// call's status carries, so that a summary and a status say the same
+/// thing, built from the same [`Reason`].
+pub fn message_of(status: &Status) -> tonic_types::Status {
+    use prost::Message;
+    // Every status made here holds its encoded google.rpc.Status in its
+    // details (StatusExt::with_error_details); one made elsewhere (by tonic
+    // itself) has none, and then keeps its code and message only.
+    tonic_types::Status::decode(status.details())
+        .ok()
+        .filter(|message| message.code == status.code() as i32)
+        .unwrap_or_else(|| tonic_types::Status {
+            code: status.code() as i32,
+            message: status.message().to_string(),
+            details: Vec::new(),
+        })
 }
 
 #[cfg(test)]
@@ -468,6 +494,32 @@ mod tests {
         for cause in [Cause::Full, Cause::ReadOnly, Cause::PermissionDenied] {
             assert!(seen.contains(cause.reason()), "{}", cause.reason());
         }
+    }
+
+    #[test]
+    fn a_status_as_a_message_keeps_its_code_message_and_details() {
+        use tonic_types::RpcStatusExt;
+        let status: Status = ApiError::new(Reason::JobStoreLimit, "too big")
+            .meta("limit", 7)
+            .into();
+        let message = message_of(&status);
+        assert_eq!(message.code, Code::ResourceExhausted as i32);
+        assert_eq!(message.message, "too big");
+        let details = message.get_error_details();
+        let info = details.error_info().expect("an ErrorInfo");
+        assert_eq!(info.reason, "JOB_STORE_LIMIT");
+        assert_eq!(info.domain, DOMAIN);
+        assert_eq!(info.metadata["limit"], "7");
+        let retried = message_of(&shutting_down("bye")).get_error_details();
+        assert_eq!(
+            retried.retry_info().unwrap().retry_delay,
+            Some(SHUTDOWN_RETRY_DELAY)
+        );
+        // A status without details (tonic's own) keeps its code and message.
+        let bare = message_of(&Status::from_error("plain".into()));
+        assert_eq!(bare.code, Code::Unknown as i32);
+        assert_eq!(bare.message, "plain");
+        assert!(bare.details.is_empty());
     }
 
     #[test]

@@ -23,7 +23,7 @@ from typing import (
 
 import grpc
 
-from ._errors import IncompleteError, XccdError, from_rpc_error, read_details
+from ._errors import IncompleteError, XccdError, from_rpc_error, read_details, status_code
 from ._problems import covers_problem, decode_batch, problem_message
 from .v1 import puzzles_pb2, puzzles_pb2_grpc, solver_pb2, solver_pb2_grpc
 
@@ -67,12 +67,13 @@ def _end_reason(value: int) -> str:
 
 
 def _summary_error(summary: Any) -> Tuple[str, Dict[str, Any]]:
-    """The message and details of Summary.error, whether it is a string or
-    a google.rpc.Status."""
-    error = getattr(summary, "error", "")
-    if isinstance(error, str):
-        return error, {}
-    return str(getattr(error, "message", "")), read_details(list(getattr(error, "details", [])))
+    """The message, code and details of Summary.error (a google.rpc.Status,
+    unset when the search did what was asked), as keyword arguments of
+    IncompleteError."""
+    if not summary.HasField("error"):
+        return "", {}
+    error = summary.error
+    return str(error.message), dict(code=status_code(error.code), **read_details(list(error.details)))
 
 
 class Client:

@@ -81,6 +81,14 @@ def _rich_status(error: grpc.RpcError) -> Optional[Any]:
     return None
 
 
+_CODES = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def status_code(number: int) -> grpc.StatusCode:
+    """The grpc.StatusCode of a google.rpc.Status's `code`."""
+    return _CODES.get(number, grpc.StatusCode.UNKNOWN)
+
+
 def read_details(details: List[Any]) -> Dict[str, Any]:
     """The ErrorInfo and RetryInfo among a status's details, as keyword
     arguments of XccdError."""
