@@ -498,9 +498,9 @@ class Client:
         for more (asking again every `poll_interval` seconds, up to 5 s
         apart while nothing comes), and ends once the job has ended and
         every solution was read; with `follow=False` it ends at the last
-        solution stored so far instead. A job that is not durable (a server
-        without a data directory) raises XccdError with reason
-        JOB_NOT_STORED: its kept solutions come with watch."""
+        solution stored so far instead. A server without a data directory
+        raises XccdError with reason NO_JOB_STORE (and a job that is not
+        durable, JOB_NOT_STORED): its kept solutions come with watch."""
         # Plain problems' solutions come packed (one copy per page); puzzle
         # jobs' one message each, since only those carry the grid.
         packed = self.get_job(name).puzzle_kind is None
