@@ -198,6 +198,43 @@ def test_a_retried_create_job_with_the_same_request_id_makes_one_job(
         assert len(list(c.list_jobs())) == 3
 
 
+class LostAnswer(grpc.RpcError):  # type: ignore[misc]
+    """UNAVAILABLE, as a client sees it when the connection broke after the
+    server took the call but before its answer arrived."""
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self) -> str:
+        return "the connection broke before the answer"
+
+    def trailing_metadata(self) -> Tuple[()]:
+        return ()
+
+
+def test_the_clients_own_retry_of_a_create_whose_answer_was_lost_makes_one_job(
+    own_server: Any, tmp_path: Path
+) -> None:
+    server = own_server("--threads", "2", data_dir=tmp_path / "data")
+    with connect(server) as c:
+        create = c._solver.CreateJob
+        sent: List[Any] = []
+
+        def first_answer_lost(request: Any, **kwargs: Any) -> Any:
+            sent.append(request.request_id)
+            answer = create(request, **kwargs)
+            if len(sent) == 1:
+                raise LostAnswer()
+            return answer
+
+        c._solver.CreateJob = first_answer_lost
+        job = c.create_puzzle_job("queens", 8)
+        # Two attempts, one key (made up by the client), one job.
+        assert len(sent) == 2 and sent[0] == sent[1] and uuid.UUID(sent[0])
+        assert [j.name for j in c.list_jobs()] == [job.name]
+        assert final(c, job.name).solutions == 92
+
+
 def test_a_request_id_that_is_not_a_uuid_is_invalid(own_server: Any) -> None:
     server = own_server("--threads", "1")
     with connect(server) as c:
