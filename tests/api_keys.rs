@@ -114,9 +114,9 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
 
     // Alice's job is hers alone.
     let job_id = solver
-        .submit_job(with_key(
-            pb::SubmitJobRequest {
-                problem: dlx(QUEENS8),
+        .create_job(with_key(
+            pb::CreateJobRequest {
+                source: dlx(QUEENS8).map(pb::create_job_request::Source::Problem),
                 keep_solutions: 5,
                 ..Default::default()
             },
@@ -125,6 +125,8 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
         .await
         .unwrap()
         .into_inner()
+        .job
+        .expect("CreateJob returns the job")
         .name;
     let get = |key| {
         with_key(
@@ -227,23 +229,24 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
 
     // Two jobs at once per key: Alice's third waits its turn, Bob's first
     // does not.
-    let long = || pb::SubmitJobRequest {
-        problem: dlx(&std::fs::read_to_string(
+    let long = || pb::CreateJobRequest {
+        source: dlx(&std::fs::read_to_string(
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench/instances/queens15.dlx"),
         )
-        .unwrap()),
+        .unwrap())
+        .map(pb::create_job_request::Source::Problem),
         ..Default::default()
     };
     let mut ids = Vec::new();
     for _ in 0..2 {
         let id = solver
-            .submit_job(with_key(long(), Some(ALICE)))
+            .create_job(with_key(long(), Some(ALICE)))
             .await
             .unwrap();
-        ids.push(id.into_inner().name);
+        ids.push(id.into_inner().job.expect("CreateJob returns the job").name);
     }
     let status = solver
-        .submit_job(with_key(long(), Some(ALICE)))
+        .create_job(with_key(long(), Some(ALICE)))
         .await
         .unwrap_err();
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");

@@ -684,13 +684,17 @@ async fn with_no_worker_calls_say_so_and_end_unavailable_after_the_grace() {
     // A submitted job waits past the grace, saying why, and runs once a
     // worker joins.
     let job_id = client
-        .submit_job(pb::SubmitJobRequest {
-            problem: enumerate_request(&text, false).problem,
+        .create_job(pb::CreateJobRequest {
+            source: enumerate_request(&text, false)
+                .problem
+                .map(pb::create_job_request::Source::Problem),
             ..Default::default()
         })
         .await
         .unwrap()
         .into_inner()
+        .job
+        .expect("CreateJob returns the job")
         .name;
     tokio::time::sleep(grace + Duration::from_millis(500)).await;
     let get = pb::GetJobRequest {

@@ -172,15 +172,18 @@ async fn connect(addr: SocketAddr, server: &mut Process) -> Client {
 
 async fn submit(client: &mut Client, text: &str) -> String {
     client
-        .submit_job(pb::SubmitJobRequest {
-            problem: Some(pb::Problem {
+        .create_job(pb::CreateJobRequest {
+            source: Some(pb::Problem {
                 source: Some(pb::problem::Source::Dlx(text.to_string())),
-            }),
+            })
+            .map(pb::create_job_request::Source::Problem),
             ..Default::default()
         })
         .await
         .expect("SubmitJob")
         .into_inner()
+        .job
+        .expect("CreateJob returns the job")
         .name
 }
 

@@ -240,7 +240,7 @@ async fn health_check(clients: &Clients) -> Result<(), String> {
 // Hostile calls
 // ---------------------------------------------------------------------------
 
-/// A job id, or the id the last SubmitJob of this run returned.
+/// A job id, or the id the last CreateJob of this run returned.
 #[derive(Debug, Clone)]
 enum JobRef {
     Last,
@@ -251,7 +251,7 @@ enum JobRef {
 enum Call {
     Solve(pb::SolveRequest),
     Enumerate(pb::EnumerateRequest),
-    SubmitJob(pb::SubmitJobRequest),
+    CreateJob(pb::CreateJobRequest),
     WatchJob(JobRef, pb::WatchJobRequest),
     GetJob(JobRef, pb::GetJobRequest),
     CancelJob(JobRef),
@@ -270,7 +270,7 @@ impl Call {
         match self {
             Call::Solve(_) => "Solve",
             Call::Enumerate(_) => "Enumerate",
-            Call::SubmitJob(_) => "SubmitJob",
+            Call::CreateJob(_) => "CreateJob",
             Call::WatchJob(..) => "WatchJob",
             Call::GetJob(..) => "GetJob",
             Call::CancelJob(_) => "CancelJob",
@@ -403,7 +403,7 @@ fn unary<T>(reply: Result<tonic::Response<T>, Status>) -> Outcome {
 }
 
 /// Sends one call and waits for its end (bounded); returns the outcome
-/// and, for a SubmitJob that answered, the new job's id.
+/// and, for a CreateJob that answered, the new job's id.
 async fn send(clients: &Clients, hostile: &Hostile, last_job: &str) -> (Outcome, Option<String>) {
     let mut solver = clients.solver.clone();
     let mut puzzles = clients.puzzles.clone();
@@ -419,9 +419,15 @@ async fn send(clients: &Clients, hostile: &Hostile, last_job: &str) -> (Outcome,
             Call::Enumerate(m) => {
                 drain(solver.enumerate(request(m.clone(), h)).await, hostile.read).await
             }
-            Call::SubmitJob(m) => match solver.submit_job(request(m.clone(), h)).await {
+            Call::CreateJob(m) => match solver.create_job(request(m.clone(), h)).await {
                 Ok(reply) => {
-                    submitted = Some(reply.into_inner().name);
+                    submitted = Some(
+                        reply
+                            .into_inner()
+                            .job
+                            .expect("CreateJob returns the job")
+                            .name,
+                    );
                     Outcome::Reply
                 }
                 Err(status) => Outcome::Status(status),
@@ -1273,8 +1279,8 @@ fn call() -> BoxedStrategy<Call> {
     )
         .prop_map(
             |(problem, limit, keep_solutions, include_option_text, max_nodes, engine)| {
-                Call::SubmitJob(pb::SubmitJobRequest {
-                    problem,
+                Call::CreateJob(pb::CreateJobRequest {
+                    source: problem.map(pb::create_job_request::Source::Problem),
                     limit,
                     keep_solutions,
                     include_option_text,
@@ -1307,10 +1313,21 @@ fn call() -> BoxedStrategy<Call> {
         ]
     };
     let page = || prop_oneof![select(vec![0u32, 1, 7, 100_000, 100_001]), any::<u32>()];
-    let list = (page(), token()).prop_map(|(page_size, page_token)| {
+    let filter = || {
+        prop_oneof![
+            Just(String::new()),
+            Just("state = SUCCEEDED".to_string()),
+            Just("create_time > \"2026-01-01T00:00:00Z\" OR -durable = true".to_string()),
+            "[ ()a-zA-Z=<>!\"-]{0,40}",
+            ".*",
+            (1usize..3000).prop_map(|n| "(".repeat(n)),
+        ]
+    };
+    let list = (page(), token(), filter()).prop_map(|(page_size, page_token, filter)| {
         Call::ListJobs(pb::ListJobsRequest {
             page_size,
             page_token,
+            filter,
         })
     });
     let list_solutions = (job_ref(), page(), token(), any::<bool>()).prop_map(
@@ -1471,8 +1488,8 @@ fn deep_calls() -> BoxedStrategy<Vec<Hostile>> {
                     read: usize::MAX,
                 }],
                 _ => vec![
-                    plain(Call::SubmitJob(pb::SubmitJobRequest {
-                        problem: dlx(&queens_dlx(n)),
+                    plain(Call::CreateJob(pb::CreateJobRequest {
+                        source: dlx(&queens_dlx(n)).map(pb::create_job_request::Source::Problem),
                         max_nodes: 3_000_000,
                         keep_solutions: 1,
                         ..Default::default()
@@ -2041,14 +2058,16 @@ fn other_rpcs_with_a_huge_grpc_timeout_answer_normally() {
             }
             // A job that runs while it is watched.
             let job = solver
-                .submit_job(pb::SubmitJobRequest {
-                    problem: dlx(&queens_dlx(12)),
+                .create_job(pb::CreateJobRequest {
+                    source: dlx(&queens_dlx(12)).map(pb::create_job_request::Source::Problem),
                     keep_solutions: 1,
                     ..Default::default()
                 })
                 .await
-                .expect("SubmitJob")
+                .expect("CreateJob")
                 .into_inner()
+                .job
+                .expect("CreateJob returns the job")
                 .name;
             let watched = read_all(solver.watch_job(with_timeout(
                 pb::WatchJobRequest {
@@ -2142,13 +2161,15 @@ fn watch_job_rejects_bad_progress_intervals() {
         let mut problems = Vec::new();
         let mut solver = clients.solver.clone();
         let job = solver
-            .submit_job(pb::SubmitJobRequest {
-                problem: dlx(HEALTH_DLX),
+            .create_job(pb::CreateJobRequest {
+                source: dlx(HEALTH_DLX).map(pb::create_job_request::Source::Problem),
                 ..Default::default()
             })
             .await
-            .expect("SubmitJob")
+            .expect("CreateJob")
             .into_inner()
+            .job
+            .expect("CreateJob returns the job")
             .name;
         for seconds in INVALID_INTERVALS {
             let status = stream_status(solver.watch_job(pb::WatchJobRequest {
@@ -2304,17 +2325,23 @@ fn progress_of_a_deep_search_in_this_process() {
         let n = 40;
         let mut solver = clients.solver.clone();
         let mut puzzles = clients.puzzles.clone();
-        let submit = |max_nodes| pb::SubmitJobRequest {
-            problem: dlx(&queens_dlx(n)),
+        let submit = |max_nodes| pb::CreateJobRequest {
+            source: dlx(&queens_dlx(n)).map(pb::create_job_request::Source::Problem),
             keep_solutions: 1,
             max_nodes,
             ..Default::default()
         };
         // A job that runs for a few seconds, read by GetJob, ListJobs,
         // CancelJob.
-        let job = match solver.submit_job(submit(50_000_000)).await {
-            Ok(reply) => reply.into_inner().name,
-            Err(status) => return vec![format!("SubmitJob: {status:?}")],
+        let job = match solver.create_job(submit(50_000_000)).await {
+            Ok(reply) => {
+                reply
+                    .into_inner()
+                    .job
+                    .expect("CreateJob returns the job")
+                    .name
+            }
+            Err(status) => return vec![format!("CreateJob: {status:?}")],
         };
         for k in 0..10 {
             tokio::time::sleep(Duration::from_millis(30)).await;
@@ -2343,9 +2370,13 @@ fn progress_of_a_deep_search_in_this_process() {
             other => problems.push(format!("CancelJob of a deep job: {other:?}")),
         }
         // Progress every 10 ms until the deadline.
-        let job = solver.submit_job(submit(50_000_000)).await;
+        let job = solver.create_job(submit(50_000_000)).await;
         if let Ok(job) = job {
-            let job_id = job.into_inner().name;
+            let job_id = job
+                .into_inner()
+                .job
+                .expect("CreateJob returns the job")
+                .name;
             let watched = read_all(solver.watch_job(with_timeout(
                 pb::WatchJobRequest {
                     name: job_id.clone(),

@@ -38,7 +38,7 @@ use xccd::service::credentials::WorkerToken;
 use xccd::service::job::Event;
 use xccd::service::proto as pb;
 use xccd::service::proto::puzzle_service_client::PuzzleServiceClient;
-use xccd::service::puzzles_grpc::puzzle_message;
+use xccd::service::puzzle_input::puzzle_message;
 use xccd::service::server::{start, RunningServer, ServeConfig};
 use xccd::service::{Delivery, JobSpec, Pool, PoolConfig};
 

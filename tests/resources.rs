@@ -112,14 +112,16 @@ async fn ended_jobs_keep_no_problem_and_are_capped() {
     let mut peak = 0;
     for _ in 0..60 {
         let id = client
-            .submit_job(pb::SubmitJobRequest {
-                problem: dlx(problem.clone()),
+            .create_job(pb::CreateJobRequest {
+                source: dlx(problem.clone()).map(pb::create_job_request::Source::Problem),
                 max_nodes: 1,
                 ..Default::default()
             })
             .await
             .unwrap()
             .into_inner()
+            .job
+            .expect("CreateJob returns the job")
             .name;
         ids.push(id);
         peak = peak.max(server.rss_mib());

@@ -351,7 +351,7 @@ fn unpack(batch: &pb::SolutionBatch) -> Vec<pb::Solution> {
         .into_iter()
         .map(|option_indices| pb::Solution {
             option_indices,
-            option_texts: Vec::new(),
+            ..Default::default()
         })
         .collect()
 }
@@ -582,8 +582,8 @@ async fn check_job(
     let id = within(
         "SubmitJob",
         STEP,
-        client.submit_job(pb::SubmitJobRequest {
-            problem: dlx(text),
+        client.create_job(pb::CreateJobRequest {
+            source: dlx(text).map(pb::create_job_request::Source::Problem),
             keep_solutions: keep,
             ..Default::default()
         }),
@@ -591,6 +591,8 @@ async fn check_job(
     .await
     .unwrap_or_else(|e| panic!("{name}: SubmitJob: {e:?}"))
     .into_inner()
+    .job
+    .expect("CreateJob returns the job")
     .name;
     assert!(!id.is_empty(), "{name}: job id");
 
@@ -971,13 +973,15 @@ async fn cancel_mid_enumeration() {
 
     // A submitted job, cancelled with CancelJob once both workers run it.
     let id = client
-        .submit_job(pb::SubmitJobRequest {
-            problem: dlx(&instance("queens15")),
+        .create_job(pb::CreateJobRequest {
+            source: dlx(&instance("queens15")).map(pb::create_job_request::Source::Problem),
             ..Default::default()
         })
         .await
         .unwrap()
         .into_inner()
+        .job
+        .expect("CreateJob returns the job")
         .name;
     let p = pool.clone();
     wait_for("both workers busy with queens15", STEP, move || {
@@ -1195,13 +1199,15 @@ async fn deadline_expires_mid_stream() {
 
     // WatchJob: the watch ends with DEADLINE_EXCEEDED, the job goes on.
     let id = client
-        .submit_job(pb::SubmitJobRequest {
-            problem: dlx(&instance("queens15")),
+        .create_job(pb::CreateJobRequest {
+            source: dlx(&instance("queens15")).map(pb::create_job_request::Source::Problem),
             ..Default::default()
         })
         .await
         .unwrap()
         .into_inner()
+        .job
+        .expect("CreateJob returns the job")
         .name;
     let mut request = Request::new(pb::WatchJobRequest {
         name: id.clone(),
@@ -1620,8 +1626,8 @@ async fn invalid_requests_are_rejected() {
             words,
         );
         let r = client
-            .submit_job(pb::SubmitJobRequest {
-                problem: dlx(text),
+            .create_job(pb::CreateJobRequest {
+                source: dlx(text).map(pb::create_job_request::Source::Problem),
                 ..Default::default()
             })
             .await;
@@ -1739,7 +1745,7 @@ async fn invalid_requests_are_rejected() {
         Code::InvalidArgument,
         &["problem"],
     );
-    let r = client.submit_job(pb::SubmitJobRequest::default()).await;
+    let r = client.create_job(pb::CreateJobRequest::default()).await;
     assert_status(
         "SubmitJob without a problem",
         r,
@@ -1799,18 +1805,20 @@ async fn limits_are_enforced() {
     let server = serve(config(1)).await;
     let mut client = connect(server.addr).await;
     let id = client
-        .submit_job(pb::SubmitJobRequest {
-            problem: dlx(&instance("pent6x10")),
+        .create_job(pb::CreateJobRequest {
+            source: dlx(&instance("pent6x10")).map(pb::create_job_request::Source::Problem),
             ..Default::default()
         })
         .await
         .unwrap()
         .into_inner()
+        .job
+        .expect("CreateJob returns the job")
         .name;
     let small = instance("queens8");
     let r = client
-        .submit_job(pb::SubmitJobRequest {
-            problem: dlx(&small),
+        .create_job(pb::CreateJobRequest {
+            source: dlx(&small).map(pb::create_job_request::Source::Problem),
             ..Default::default()
         })
         .await;
@@ -2448,13 +2456,15 @@ async fn jobs_are_resources_listed_in_pages_with_machine_readable_errors() {
     let mut ids = Vec::new();
     for _ in 0..5 {
         let id = client
-            .submit_job(pb::SubmitJobRequest {
-                problem: dlx(&instance("queens8")),
+            .create_job(pb::CreateJobRequest {
+                source: dlx(&instance("queens8")).map(pb::create_job_request::Source::Problem),
                 ..Default::default()
             })
             .await
             .unwrap()
             .into_inner()
+            .job
+            .expect("CreateJob returns the job")
             .name;
         assert!(
             id.strip_prefix("jobs/")
@@ -2472,6 +2482,7 @@ async fn jobs_are_resources_listed_in_pages_with_machine_readable_errors() {
             .list_jobs(pb::ListJobsRequest {
                 page_size: 2,
                 page_token: token,
+                ..Default::default()
             })
             .await
             .unwrap()
@@ -2502,6 +2513,7 @@ async fn jobs_are_resources_listed_in_pages_with_machine_readable_errors() {
         .list_jobs(pb::ListJobsRequest {
             page_size: 2,
             page_token: "jobs/1".into(),
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -2537,13 +2549,20 @@ async fn jobs_are_resources_listed_in_pages_with_machine_readable_errors() {
     // Past the job limit, RESOURCE_EXHAUSTED says which limit in an ErrorInfo.
     let server = serve(config(1)).await;
     let mut client = connect(server.addr).await;
-    let long = || pb::SubmitJobRequest {
-        problem: dlx(&instance("queens15")),
+    let long = || pb::CreateJobRequest {
+        source: dlx(&instance("queens15")).map(pb::create_job_request::Source::Problem),
         count_only: true,
         ..Default::default()
     };
-    let first = client.submit_job(long()).await.unwrap().into_inner().name;
-    let refused = client.submit_job(long()).await.unwrap_err();
+    let first = client
+        .create_job(long())
+        .await
+        .unwrap()
+        .into_inner()
+        .job
+        .expect("CreateJob returns the job")
+        .name;
+    let refused = client.create_job(long()).await.unwrap_err();
     assert_eq!(refused.code(), Code::ResourceExhausted);
     let details = refused.get_error_details();
     let info = details.error_info().expect("an ErrorInfo");

@@ -289,14 +289,16 @@ async fn watch_job_ends_unavailable_after_its_summary() {
     let mut server = Process::serve("watch", addr, &["--threads", "2"]);
     let mut client = Solver::new(channel(addr, &mut server).await);
     let job = client
-        .submit_job(pb::SubmitJobRequest {
-            problem: problem(18),
+        .create_job(pb::CreateJobRequest {
+            source: problem(18).map(pb::create_job_request::Source::Problem),
             count_only: true,
             ..Default::default()
         })
         .await
         .expect("SubmitJob")
         .into_inner()
+        .job
+        .expect("CreateJob returns the job")
         .name;
     let stream = client
         .watch_job(pb::WatchJobRequest {

@@ -127,11 +127,15 @@ impl Drop for Server {
     }
 }
 
-fn request(text: &str) -> pb::SubmitJobRequest {
-    pb::SubmitJobRequest {
-        problem: Some(pb::Problem {
-            source: Some(pb::problem::Source::Dlx(text.to_string())),
-        }),
+fn dlx(text: &str) -> pb::Problem {
+    pb::Problem {
+        source: Some(pb::problem::Source::Dlx(text.to_string())),
+    }
+}
+
+fn request(text: &str) -> pb::CreateJobRequest {
+    pb::CreateJobRequest {
+        source: Some(pb::create_job_request::Source::Problem(dlx(text))),
         ..Default::default()
     }
 }
@@ -192,10 +196,12 @@ async fn a_read_only_store_starts_degraded_and_says_read_only() {
     let mut server = Server::start("ro-1", dir.path(), addr);
     let mut client = server.connect(addr).await;
     let job = client
-        .submit_job(request(&instance("queens8")))
+        .create_job(request(&instance("queens8")))
         .await
         .expect("SubmitJob")
         .into_inner()
+        .job
+        .expect("CreateJob returns the job")
         .name;
     assert_eq!(wait_done(&mut client, &job).await.stored_solutions, 92);
     server.terminate();
@@ -211,7 +217,7 @@ async fn a_read_only_store_starts_degraded_and_says_read_only() {
     let read = get(&mut client, &job).await;
     assert_eq!(read.stored_solutions, 92);
     let refused = client
-        .submit_job(request(&instance("queens8")))
+        .create_job(request(&instance("queens8")))
         .await
         .expect_err("a read-only store takes no job");
     assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
@@ -269,10 +275,12 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
     let mut client = server.connect(addr).await;
     // queens15's 2,279,184 solutions take far more than 12 MiB.
     let filler = client
-        .submit_job(request(&instance("queens15")))
+        .create_job(request(&instance("queens15")))
         .await
         .expect("SubmitJob")
         .into_inner()
+        .job
+        .expect("CreateJob returns the job")
         .name;
     let failed = wait_ended(&mut client, &filler).await;
     let summary = failed.summary.expect("a summary");
@@ -283,7 +291,7 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
     // The server keeps serving, and says the store is full.
     let solved = client
         .solve(pb::SolveRequest {
-            problem: request(&instance("queens8")).problem,
+            problem: Some(dlx(&instance("queens8"))),
             ..Default::default()
         })
         .await
@@ -291,7 +299,7 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
         .into_inner();
     assert_eq!(solved.solutions.len(), 1);
     let refused = client
-        .submit_job(request(&instance("queens8")))
+        .create_job(request(&instance("queens8")))
         .await
         .expect_err("a full store takes no job");
     assert_eq!(reason(&refused), "STORE_DISK_FULL", "{refused:?}");
@@ -322,7 +330,7 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
         .into_inner();
     assert_eq!(page.solutions.len(), 100);
     let refused = client
-        .submit_job(request(&instance("queens8")))
+        .create_job(request(&instance("queens8")))
         .await
         .expect_err("a full store takes no job");
     assert_eq!(reason(&refused), "STORE_DISK_FULL", "{refused:?}");
@@ -359,10 +367,12 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let job = client
-        .submit_job(request(&instance("queens10")))
+        .create_job(request(&instance("queens10")))
         .await
         .expect("SubmitJob after the delete")
         .into_inner()
+        .job
+        .expect("CreateJob returns the job")
         .name;
     let done = wait_ended(&mut client, &job).await;
     let summary = done.summary.expect("a summary");

@@ -178,13 +178,15 @@ async fn submitted(
     let mut client = client(server.addr).await?;
     let start = Instant::now();
     let name = client
-        .submit_job(pb::SubmitJobRequest {
-            problem: dlx(text.to_string()),
+        .create_job(pb::CreateJobRequest {
+            source: dlx(text.to_string()).map(pb::create_job_request::Source::Problem),
             ..Default::default()
         })
         .await
         .map_err(failed)?
         .into_inner()
+        .job
+        .expect("CreateJob returns the job")
         .name;
     loop {
         let job = client
@@ -654,14 +656,16 @@ async fn get_job(set: &BenchSet, out: Rows) -> Result<(), CliError> {
     let server = start_server(2).await?;
     let mut client = client(server.addr).await?;
     let name = client
-        .submit_job(pb::SubmitJobRequest {
-            problem: dlx(latin),
+        .create_job(pb::CreateJobRequest {
+            source: dlx(latin).map(pb::create_job_request::Source::Problem),
             keep_solutions: GETJOB_KEPT,
             ..Default::default()
         })
         .await
         .map_err(failed)?
         .into_inner()
+        .job
+        .expect("CreateJob returns the job")
         .name;
     let get = pb::GetJobRequest {
         name: name.clone(),

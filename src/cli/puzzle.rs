@@ -18,7 +18,7 @@ use xccd::puzzles::{formats, picture};
 use xccd::puzzles::{Encoded, FutoshikiEncoding, Puzzle};
 use xccd::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, SideCondition, Taken};
 use xccd::service::proto as pb;
-use xccd::service::puzzles_grpc::puzzle_message;
+use xccd::service::puzzle_input::puzzle_message;
 use xccd::service::JobSpec;
 use xccd::xcc::{dlx_format, ProgressView, Stats, Task};
 

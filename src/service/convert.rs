@@ -2,13 +2,16 @@
 //! INVALID_ARGUMENT status that names the field and, inside it, the item,
 //! option or line at fault.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tonic::Status;
 
 use super::job::{EndReason, Progress, Solutions, Summary};
 use super::proto as pb;
+use super::puzzle_input::grid;
 use super::status;
+use crate::puzzles::Encoded;
 use crate::run::Failure;
 use crate::xcc::{
     dlx_format, Engine, Problem, ProblemBuilder, ProblemError, Stats, UnsupportedEngine,
@@ -301,6 +304,7 @@ fn little_endian(words: Vec<u32>) -> prost::bytes::Bytes {
 
 pub fn solution(problem: &Problem, indices: &[u32], with_text: bool) -> pb::Solution {
     pb::Solution {
+        grid: None,
         option_indices: indices.to_vec(),
         option_texts: if with_text {
             indices
@@ -310,6 +314,26 @@ pub fn solution(problem: &Problem, indices: &[u32], with_text: bool) -> pb::Solu
         } else {
             Vec::new()
         },
+    }
+}
+
+/// A job's problem as the messages of its solutions need it: its options'
+/// text and, for a puzzle job, the encoding that turns a solution into
+/// its grid (`Solution.grid`).
+#[derive(Clone)]
+pub struct JobProblem {
+    pub problem: Arc<Problem>,
+    pub puzzle: Option<Arc<dyn Encoded>>,
+}
+
+impl JobProblem {
+    /// The message of solution `indices`: with its options' text if asked,
+    /// with its grid for a puzzle job.
+    pub fn solution(&self, indices: &[u32], with_text: bool) -> pb::Solution {
+        pb::Solution {
+            grid: self.puzzle.as_deref().map(|encoded| grid(encoded, indices)),
+            ..solution(&self.problem, indices, with_text)
+        }
     }
 }
 

@@ -17,14 +17,13 @@ use prost::Message;
 
 use super::callers::Caller;
 use super::cluster::proto::{self as wire, ProblemData};
-use super::convert;
+use super::convert::{self, JobProblem};
 use super::job::{Class, Delivery, EndReason, Event, Job, JobSpec};
 use super::jobs::{self, JobRegistry};
 use super::pool::Pool;
 use super::status;
 use super::store::{JobStore, NewJob, StoreError, StoredRequest, Write};
 use crate::run::Failure;
-use crate::xcc::Problem;
 
 /// Solutions per batch of a durable job (and per chunk of the store).
 pub const BATCH_SIZE: usize = 1024;
@@ -120,6 +119,8 @@ impl Durability {
                 owner: job.spec.owner.0.as_deref().map(str::to_string),
                 engine: job.spec.engine,
                 created_unix_seconds: convert::unix_seconds(job.created),
+                request_id: job.spec.request.as_ref().map(|key| key.id.clone()),
+                request_digest: job.spec.request.as_ref().map(|key| key.digest.clone()),
             },
             problem: ProblemData::from(&wire).encode_to_vec(),
         })
@@ -299,11 +300,13 @@ pub fn resume_all(
             max_nodes: stored.request.max_nodes,
             delivery: delivery(stored.request.count_only),
             condition: instance.condition,
-            puzzle: None,
+            grids: instance.puzzle.as_ref().map(|(_, encoded)| encoded.clone()),
+            puzzle: instance.puzzle.map(|(puzzle, _)| puzzle),
             owner: Caller(stored.request.owner.as_deref().map(Arc::from)),
             durable: true,
             engine: stored.request.engine,
             class: Class::Batch,
+            request: stored.request.request_key(),
             waits_on_call: false,
         };
         let job = pool
@@ -329,10 +332,14 @@ pub fn resume_all(
     Ok(resumed)
 }
 
-/// The problem of a stored job, rebuilt (for option texts).
-pub fn stored_problem(bytes: &[u8]) -> Result<Arc<Problem>, String> {
+/// The problem of a stored job, rebuilt (for option texts and grids).
+pub fn stored_problem(bytes: &[u8]) -> Result<JobProblem, String> {
     let data = ProblemData::decode(bytes).map_err(|e| e.to_string())?;
-    Ok(wire::instance(&data)?.problem)
+    let instance = wire::instance(&data)?;
+    Ok(JobProblem {
+        problem: instance.problem,
+        puzzle: instance.puzzle.map(|(_, encoded)| encoded),
+    })
 }
 
 /// Commits the progress of every running durable job (for a shutdown),

@@ -19,17 +19,19 @@ use tonic::{Request, Response, Status};
 use tracing::Instrument;
 
 use super::callers::Caller;
-use super::convert::{self, ProblemLimits};
+use super::convert::{self, JobProblem, ProblemLimits};
 use super::durable::{self, Durability};
 use super::estimate::Estimator;
 use super::job::JobId;
-use super::job::{Class, Delivery, EndReason, Event, Job, JobSpec, Solutions};
+use super::job::{Class, Delivery, EndReason, Event, Job, JobSpec, RequestKey, Solutions};
 use super::jobs::{self, format_id, parse_id, Entry, JobRegistry, Record};
 use super::pool::{Pool, SubmitError};
 use super::proto as pb;
 use super::proto::solver_service_server::SolverService;
+use super::puzzle_input::PuzzleEncoder;
 use super::status;
 use super::store::{JobStore, StoreError};
+use crate::run::SideCondition;
 use crate::xcc::problem::quote;
 use crate::xcc::Problem;
 
@@ -102,6 +104,11 @@ pub struct SolverApi {
     /// The job store, when submitted jobs are durable.
     durability: Option<Arc<Durability>>,
     estimator: Estimator,
+    /// Encodes the puzzles of puzzle jobs.
+    encoder: Arc<PuzzleEncoder>,
+    /// Held by a CreateJob with a request_id from its lookup of the key to
+    /// the job's registration (see `create_job`).
+    keyed_creates: tokio::sync::Mutex<()>,
 }
 
 /// Solutions per page of ListJobSolutions when the request says 0, and the
@@ -120,6 +127,7 @@ impl SolverApi {
         jobs: Arc<JobRegistry>,
         config: ApiConfig,
         durability: Option<Arc<Durability>>,
+        encoder: Arc<PuzzleEncoder>,
     ) -> SolverApi {
         SolverApi {
             pool,
@@ -127,6 +135,8 @@ impl SolverApi {
             config,
             durability,
             estimator: Estimator::default(),
+            encoder,
+            keyed_creates: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -170,6 +180,32 @@ impl SolverApi {
                 status::job_not_found(id, format!("name: no job {id} (it may have expired)"))
             })
     }
+}
+
+/// A CreateJob's request_id, checked to be a UUID (AIP-155) and put in
+/// lower case.
+fn request_id(text: &str) -> Result<String, Status> {
+    let uuid = text.len() == 36
+        && text.char_indices().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == '-',
+            _ => c.is_ascii_hexdigit(),
+        });
+    if !uuid {
+        return Err(status::invalid(format!(
+            "request_id: {} is not a UUID (36 characters: 8-4-4-4-12 hexadecimal digits)",
+            quote(&text.chars().take(64).collect::<String>())
+        )));
+    }
+    Ok(text.to_ascii_lowercase())
+}
+
+/// The digest that tells a retried CreateJob from a different request
+/// under the same request_id: SHA-256 of the request's encoding without
+/// its request_id (prost encodes a message the same way every time).
+fn request_digest(req: &pb::CreateJobRequest) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(prost::Message::encode_to_vec(req));
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn nonzero(n: u64) -> Option<u64> {
@@ -381,19 +417,76 @@ impl SolverService for SolverApi {
         Ok(pump.start(tracing::info_span!("job", id = job.id, rpc = "Enumerate")))
     }
 
-    async fn submit_job(
+    async fn create_job(
         &self,
-        request: Request<pb::SubmitJobRequest>,
-    ) -> Result<Response<pb::SubmitJobResponse>, Status> {
+        request: Request<pb::CreateJobRequest>,
+    ) -> Result<Response<pb::CreateJobResponse>, Status> {
+        let deadline = convert::deadline(&request).map(|d| Instant::now() + d);
         let caller = Caller::of(&request);
-        let req = request.into_inner();
+        let mut req = request.into_inner();
+        let key = match req.request_id.as_str() {
+            "" => None,
+            id => Some(RequestKey {
+                id: request_id(id)?,
+                digest: {
+                    req.request_id.clear();
+                    request_digest(&req)
+                },
+            }),
+        };
+        // A retry and its first try may arrive together: one create with a
+        // key at a time, so that the second finds the job the first made.
+        let _one_at_a_time = match &key {
+            Some(_) => Some(self.keyed_creates.lock().await),
+            None => None,
+        };
+        if let Some(key) = &key {
+            if let Some(entry) = self.jobs.find_request(&caller, &key.id) {
+                let name = format_id(entry.id());
+                if entry.request().is_some_and(|k| k.digest != key.digest) {
+                    return Err(status::ApiError::new(
+                        status::Reason::RequestIdReused,
+                        format!(
+                            "request_id: {} made {name} with a different request; \
+                             use a new request_id for a new job",
+                            key.id
+                        ),
+                    )
+                    .meta("name", &name)
+                    .resource(status::JOB_RESOURCE, &name)
+                    .into());
+                }
+                tracing::info!(job = entry.id(), "job create retried; returning the first");
+                return Ok(Response::new(pb::CreateJobResponse {
+                    job: Some(self.job_message(&entry)),
+                }));
+            }
+        }
         let keep = status::count(
             "keep_solutions",
             req.keep_solutions,
             self.config.default_keep,
             self.config.max_keep,
         )?;
-        let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
+        let (problem, puzzle) = match req.source {
+            Some(pb::create_job_request::Source::Problem(problem)) => (
+                Arc::new(convert::problem(Some(problem), &self.config.limits)?),
+                None,
+            ),
+            Some(pb::create_job_request::Source::Puzzle(puzzle)) => {
+                let (encoded, puzzle) = self.encoder.encode(Some(puzzle), deadline).await?;
+                (Arc::new(encoded.problem().clone()), Some((encoded, puzzle)))
+            }
+            None => {
+                return Err(status::invalid(
+                    "problem: required (give problem, or puzzle for a puzzle job)",
+                ))
+            }
+        };
+        let condition: Option<Arc<dyn SideCondition>> = puzzle.as_ref().and_then(|(encoded, _)| {
+            let condition: Arc<dyn SideCondition> = encoded.clone();
+            condition.restricts().then_some(condition)
+        });
         let mut spec = JobSpec {
             engine: convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
             limit: nonzero(req.limit),
@@ -403,7 +496,11 @@ impl SolverService for SolverApi {
             } else {
                 Delivery::Keep { keep }
             },
+            condition,
+            grids: puzzle.as_ref().map(|(encoded, _)| encoded.clone()),
+            puzzle: puzzle.map(|(_, puzzle)| puzzle),
             owner: caller.clone(),
+            request: key,
             ..JobSpec::default()
         };
         let job = match &self.durability {
@@ -429,9 +526,9 @@ impl SolverService for SolverApi {
             }
         };
         self.jobs.insert(job.clone());
-        tracing::info!(job = job.id, "job submitted");
-        Ok(Response::new(pb::SubmitJobResponse {
-            name: format_id(job.id),
+        tracing::info!(job = job.id, "job created");
+        Ok(Response::new(pb::CreateJobResponse {
+            job: Some(self.job_message(&Entry::Live(job))),
         }))
     }
 
@@ -512,18 +609,13 @@ impl SolverService for SolverApi {
                 };
                 let store = self.store()?;
                 let problem = stored_problem(store.clone(), entry.clone()).await?;
-                stored_solutions(store, entry.id(), 0, max, Some(problem)).await?
+                stored_solutions(store, entry.id(), 0, max, &problem).await?
             }
             Entry::Live(job) => {
                 let kept = job.kept(0, window);
-                let problem = job.problem.clone();
+                let problem = job_problem(job);
                 let large = kept.len() > INLINE_SOLUTIONS;
-                let convert = move || {
-                    Ok(kept
-                        .iter()
-                        .map(|s| convert::solution(&problem, s, true))
-                        .collect())
-                };
+                let convert = move || Ok(kept.iter().map(|s| problem.solution(s, true)).collect());
                 if large {
                     blocking(convert).await?
                 } else {
@@ -643,7 +735,15 @@ impl SolverService for SolverApi {
                 ))
             })?,
         };
-        let problem = match req.include_option_text || req.packed_solutions {
+        let puzzle_job = match &entry {
+            Entry::Live(job) => job.spec.grids.is_some(),
+            Entry::Ended(record) => {
+                record.message.puzzle_kind != pb::PuzzleKind::Unspecified as i32
+            }
+        };
+        // Rebuilt only when the page needs it: for option text, the packed
+        // form's index width, or a puzzle job's grids.
+        let problem = match req.include_option_text || req.packed_solutions || puzzle_job {
             true => Some(stored_problem(store.clone(), entry.clone()).await?),
             false => None,
         };
@@ -652,11 +752,14 @@ impl SolverService for SolverApi {
         let more = !ended || next < committed;
         let (solutions, packed) = match &problem {
             Some(problem) if req.packed_solutions => {
-                let index_bytes = convert::packed_index_bytes(problem);
+                let index_bytes = convert::packed_index_bytes(&problem.problem);
                 let batch = convert::packed_lists(lists.iter().map(Vec::as_slice), index_bytes);
                 (Vec::new(), Some(batch))
             }
-            _ => (solution_messages(lists, problem.as_deref()), None),
+            _ => (
+                solution_messages(lists, problem.as_ref(), req.include_option_text),
+                None,
+            ),
         };
         Ok(Response::new(pb::ListJobSolutionsResponse {
             solutions,
@@ -738,11 +841,20 @@ fn parse_page_token(token: &str, job: JobId) -> Option<u64> {
     index.parse().ok()
 }
 
-/// The problem of a durable job, for its options' text: a running job's
-/// own, an ended one's rebuilt from the store (once per call, not per page).
-async fn stored_problem(store: Arc<dyn JobStore>, entry: Entry) -> Result<Arc<Problem>, Status> {
+/// A running job's problem, as its solutions' messages need it.
+fn job_problem(job: &Job) -> JobProblem {
+    JobProblem {
+        problem: job.problem.clone(),
+        puzzle: job.spec.grids.clone(),
+    }
+}
+
+/// The problem of a durable job, for its options' text and a puzzle job's
+/// grids: a running job's own, an ended one's rebuilt from the store (once
+/// per call, not per page).
+async fn stored_problem(store: Arc<dyn JobStore>, entry: Entry) -> Result<JobProblem, Status> {
     match entry {
-        Entry::Live(job) => Ok(job.problem.clone()),
+        Entry::Live(job) => Ok(job_problem(&job)),
         Entry::Ended(_) => {
             blocking(move || {
                 let stored = store
@@ -760,16 +872,16 @@ async fn stored_problem(store: Arc<dyn JobStore>, entry: Entry) -> Result<Arc<Pr
 }
 
 /// Up to `max` stored solutions of durable job `id` from index `from` on,
-/// with their options' text if `problem` is given.
+/// with their options' text (and a puzzle job's grids).
 async fn stored_solutions(
     store: Arc<dyn JobStore>,
     id: JobId,
     from: u64,
     max: usize,
-    problem: Option<Arc<Problem>>,
+    problem: &JobProblem,
 ) -> Result<Vec<pb::Solution>, Status> {
     let lists = stored_lists(store, id, from, max).await?;
-    Ok(solution_messages(lists, problem.as_deref()))
+    Ok(solution_messages(lists, Some(problem), true))
 }
 
 /// Up to `max` stored solutions of durable job `id` from index `from` on,
@@ -788,16 +900,20 @@ async fn stored_lists(
     .await
 }
 
-/// One Solution message per list, with its options' text if `problem` is
-/// given.
-fn solution_messages(lists: Vec<Vec<u32>>, problem: Option<&Problem>) -> Vec<pb::Solution> {
+/// One Solution message per list: with `problem`, with its options' text
+/// if `with_text` and its grid for a puzzle job.
+fn solution_messages(
+    lists: Vec<Vec<u32>>,
+    problem: Option<&JobProblem>,
+    with_text: bool,
+) -> Vec<pb::Solution> {
     lists
         .into_iter()
         .map(|option_indices| match problem {
-            Some(problem) => convert::solution(problem, &option_indices, true),
+            Some(problem) => problem.solution(&option_indices, with_text),
             None => pb::Solution {
                 option_indices,
-                option_texts: Vec::new(),
+                ..Default::default()
             },
         })
         .collect()
@@ -861,13 +977,13 @@ impl StoredWatch {
                     }
                 };
                 next += lists.len() as u64;
-                let problem = problem.as_deref().expect("read above");
+                let problem = problem.as_ref().expect("read above");
                 let event = E::Solutions(if self.packed {
-                    let index_bytes = convert::packed_index_bytes(problem);
+                    let index_bytes = convert::packed_index_bytes(&problem.problem);
                     convert::packed_lists(lists.iter().map(Vec::as_slice), index_bytes)
                 } else {
                     pb::SolutionBatch {
-                        solutions: solution_messages(lists, Some(problem)),
+                        solutions: solution_messages(lists, Some(problem), true),
                         ..Default::default()
                     }
                 });
@@ -1167,10 +1283,10 @@ async fn watch(
                     convert::packed_lists(fresh.iter().map(|s| &s[..]), index_bytes)
                 } else {
                     pb::SolutionBatch {
-                        solutions: fresh
-                            .iter()
-                            .map(|s| convert::solution(&job.problem, s, true))
-                            .collect(),
+                        solutions: {
+                            let problem = job_problem(&job);
+                            fresh.iter().map(|s| problem.solution(s, true)).collect()
+                        },
                         ..Default::default()
                     }
                 };

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::callers::Caller;
 use super::store::Snapshot;
 use super::sync::Locked;
-use crate::puzzles::Puzzle;
+use crate::puzzles::{Encoded, Puzzle};
 use crate::run::{Batch, Failure, RunSpec, SideCondition, Taken};
 pub use crate::run::{SolutionIndices, Solutions, Work};
 use crate::xcc::{Engine, Problem, Solver, Stats};
@@ -54,6 +54,9 @@ pub struct JobSpec {
     /// The puzzle that `problem` and `condition` encode, if any: remote
     /// workers rebuild both from it.
     pub puzzle: Option<Puzzle>,
+    /// The encoding of `puzzle` for a puzzle job (CreateJob with a
+    /// puzzle), which turns its solutions into grids for its readers.
+    pub grids: Option<Arc<dyn Encoded>>,
     /// Who asked (with API keys): only they may see the job, and their jobs
     /// count against their own limit.
     pub owner: Caller,
@@ -65,6 +68,8 @@ pub struct JobSpec {
     pub engine: Engine,
     /// How the pool schedules and admits the job.
     pub class: Class,
+    /// The CreateJob request's idempotency key, if it had one.
+    pub request: Option<RequestKey>,
     /// A call (Solve, Enumerate) waits on the job: with no worker for the
     /// pool's `no_worker_grace` it fails (NO_WORKERS) rather than wait for
     /// the client's deadline. Submitted jobs wait for workers as long as
@@ -96,13 +101,27 @@ impl Default for JobSpec {
             delivery: Delivery::CountOnly,
             condition: None,
             puzzle: None,
+            grids: None,
             owner: Caller::default(),
             durable: false,
             engine: Engine::Links,
             class: Class::Batch,
+            request: None,
             waits_on_call: false,
         }
     }
+}
+
+/// A CreateJob's idempotency key (AIP-155, `request_id`) and a digest of
+/// the rest of its request: a retry of the same request finds its job by
+/// the key, and a different request under the same key is told apart by
+/// the digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestKey {
+    /// The request_id, a UUID in lower case.
+    pub id: String,
+    /// SHA-256 of the request without its request_id, in hexadecimal.
+    pub digest: String,
 }
 
 impl std::fmt::Debug for JobSpec {

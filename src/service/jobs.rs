@@ -16,13 +16,15 @@ use std::time::{Duration, Instant};
 
 use prost::Message;
 
+use crate::puzzles::Encoded;
 use crate::xcc::Problem;
 
 use super::callers::Caller;
 use super::convert;
-use super::job::{EndReason, Job, JobId, SolutionIndices, Summary};
+use super::job::{EndReason, Job, JobId, RequestKey, SolutionIndices, Summary};
 use super::pool::Pool;
 use super::proto as pb;
+use super::puzzle_input::{grid, kind_message};
 use super::store::{JobStore, StoreError, StoredJob, StoredRequest};
 use super::sync::Locked;
 
@@ -61,6 +63,8 @@ pub struct Record {
     /// for a record read back from the store: its solutions are read there,
     /// with its problem).
     pub packed_index_bytes: u32,
+    /// The CreateJob request key it was made with, if any.
+    pub request: Option<RequestKey>,
     bytes: usize,
     ended: Instant,
 }
@@ -81,6 +85,7 @@ impl Record {
             message,
             solutions: KeptSolutions::default(),
             packed_index_bytes: 0,
+            request: job.request.request_key(),
             bytes: 0,
             ended: Instant::now(),
         })
@@ -104,6 +109,7 @@ pub fn failed_message(id: JobId, request: &StoredRequest, error: &str) -> pb::Jo
             request.created_unix_seconds,
         ))),
         end_time: Some(convert::timestamp(std::time::SystemTime::now())),
+        puzzle_kind: pb::PuzzleKind::Unspecified as i32,
     }
 }
 
@@ -126,6 +132,14 @@ impl Entry {
         match self {
             Entry::Live(job) => &job.spec.owner,
             Entry::Ended(record) => &record.owner,
+        }
+    }
+
+    /// The CreateJob request key the job was made with, if any.
+    pub fn request(&self) -> Option<&RequestKey> {
+        match self {
+            Entry::Live(job) => job.spec.request.as_ref(),
+            Entry::Ended(record) => record.request.as_ref(),
         }
     }
 }
@@ -162,6 +176,12 @@ fn message_with(pool: &Pool, job: &Job, summary: Option<Summary>, stored: u64) -
         end_time: summary
             .as_ref()
             .map(|_| convert::timestamp(job.ended_at().unwrap_or_else(std::time::SystemTime::now))),
+        puzzle_kind: job
+            .spec
+            .puzzle
+            .as_ref()
+            .map_or(pb::PuzzleKind::Unspecified, |p| kind_message(p.kind))
+            as i32,
     }
 }
 
@@ -262,6 +282,7 @@ impl JobRegistry {
             message,
             solutions: KeptSolutions::default(),
             packed_index_bytes: 0,
+            request: job.request.request_key(),
             bytes: 0,
             ended: Instant::now(),
         };
@@ -305,6 +326,14 @@ impl JobRegistry {
             }
         }
         all.into_values().collect()
+    }
+
+    /// The job of `caller` made by a CreateJob with request_id `id`, if
+    /// the registry (or the store) still remembers it.
+    pub fn find_request(&self, caller: &Caller, id: &str) -> Option<Entry> {
+        self.list()
+            .into_iter()
+            .find(|entry| caller.owns(entry.owner()) && entry.request().is_some_and(|k| k.id == id))
     }
 
     /// Jobs remembered now, and bytes their records hold.
@@ -361,7 +390,8 @@ impl JobRegistry {
     }
 
     fn record(&self, job: &Job) -> Record {
-        let solutions = KeptSolutions::new(&job.problem, &job.kept_from(0));
+        let solutions =
+            KeptSolutions::new(&job.problem, job.spec.grids.as_deref(), &job.kept_from(0));
         let bytes = 512 + solutions.bytes();
         Record {
             id: job.id,
@@ -369,6 +399,7 @@ impl JobRegistry {
             message: message(&self.pool, job),
             solutions,
             packed_index_bytes: convert::packed_index_bytes(&job.problem),
+            request: job.spec.request.clone(),
             bytes,
             ended: job
                 .summary()
@@ -428,11 +459,18 @@ pub struct KeptSolutions {
     /// The options the solutions use, sorted, with their texts.
     options: Vec<u32>,
     texts: Vec<Box<str>>,
+    /// A puzzle job's solutions as grids, in order (empty otherwise).
+    grids: Vec<Box<str>>,
 }
 
 impl KeptSolutions {
-    /// The solutions `kept` of `problem`, with their options' text.
-    pub fn new(problem: &Problem, kept: &[SolutionIndices]) -> KeptSolutions {
+    /// The solutions `kept` of `problem`, with their options' text, and
+    /// their grids for a puzzle job (`puzzle` the puzzle's encoding).
+    pub fn new(
+        problem: &Problem,
+        puzzle: Option<&dyn Encoded>,
+        kept: &[SolutionIndices],
+    ) -> KeptSolutions {
         let total = kept.iter().map(|s| s.len()).sum();
         let mut indices = Vec::with_capacity(total);
         let mut ends = Vec::with_capacity(kept.len());
@@ -448,11 +486,19 @@ impl KeptSolutions {
             .iter()
             .map(|&o| problem.format_option(o as usize).into_boxed_str())
             .collect();
+        let grids = match puzzle {
+            Some(encoded) => kept
+                .iter()
+                .map(|s| grid(encoded, s).text.into_boxed_str())
+                .collect(),
+            None => Vec::new(),
+        };
         KeptSolutions {
             indices,
             ends,
             options,
             texts,
+            grids,
         }
     }
 
@@ -480,9 +526,14 @@ impl KeptSolutions {
     pub fn messages(&self, n: usize) -> Vec<pb::Solution> {
         self.iter()
             .take(n)
-            .map(|indices| pb::Solution {
+            .enumerate()
+            .map(|(i, indices)| pb::Solution {
                 option_indices: indices.to_vec(),
                 option_texts: indices.iter().map(|&o| self.text(o).to_string()).collect(),
+                grid: self.grids.get(i).map(|text| pb::PuzzleSolution {
+                    lines: text.lines().map(str::to_string).collect(),
+                    text: text.to_string(),
+                }),
             })
             .collect()
     }
@@ -498,6 +549,7 @@ impl KeptSolutions {
         4 * self.indices.len()
             + 8 * self.ends.len()
             + self.texts.iter().map(|t| 4 + 16 + t.len()).sum::<usize>()
+            + self.grids.iter().map(|t| 16 + t.len()).sum::<usize>()
     }
 }
 
@@ -529,7 +581,7 @@ mod tests {
             crate::xcc::dlx_format::parse(include_str!("../../bench/instances/latin4.dlx"))
                 .expect("latin4 parses");
         let kept: Vec<SolutionIndices> = vec![vec![0, 5, 17], vec![3], vec![], vec![17, 2, 0]];
-        let compact = KeptSolutions::new(&problem, &kept);
+        let compact = KeptSolutions::new(&problem, None, &kept);
         assert_eq!(compact.len(), kept.len());
         let expected: Vec<pb::Solution> = kept
             .iter()
@@ -539,6 +591,6 @@ mod tests {
         assert_eq!(compact.messages(2), expected[..2]);
         let lists: Vec<&[u32]> = compact.iter().collect();
         assert_eq!(lists, kept.iter().map(|s| s.as_slice()).collect::<Vec<_>>());
-        assert!(KeptSolutions::new(&problem, &[]).is_empty());
+        assert!(KeptSolutions::new(&problem, None, &[]).is_empty());
     }
 }

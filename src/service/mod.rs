@@ -7,7 +7,8 @@
 //! [`grpc`] (the RPCs), [`puzzles_grpc`] (the puzzle RPCs), [`grpc_headers`]
 //! (the gRPC headers checked before any service), [`server`] (listening,
 //! health, reflection, metrics, shutdown), [`tls_advice`] (the causes and
-//! fixes of failed TLS handshakes).
+//! fixes of failed TLS handshakes), [`job_filter`] (ListJobs' AIP-160
+//! filter), [`page_token`] (the lists' opaque page tokens).
 
 pub mod callers;
 pub mod cluster;
@@ -18,10 +19,13 @@ pub mod estimate;
 pub mod grpc;
 pub mod grpc_headers;
 pub mod job;
+pub mod job_filter;
 pub mod jobs;
 pub mod memory;
+pub mod page_token;
 pub mod pool;
 pub mod proto;
+pub mod puzzle_input;
 pub mod puzzles_grpc;
 pub mod server;
 pub mod status;

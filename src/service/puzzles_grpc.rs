@@ -2,9 +2,7 @@
 //! same pool and job queue as generic problems, answered with decoded grids.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
@@ -15,13 +13,11 @@ use super::job::{Class, Delivery, EndReason, Job, JobSpec, Solutions};
 use super::pool::Pool;
 use super::proto as pb;
 use super::proto::puzzle_service_server::PuzzleService;
+use super::puzzle_input::{grid, EncodedPuzzle, PuzzleEncoder};
 use super::status;
-use crate::puzzles::futoshiki::FutoshikiEncoding;
-use crate::puzzles::kinds::{EncodeOptions, Kind};
-use crate::puzzles::{Encoded, EncodingLimits, Puzzle, SizeError};
+use crate::puzzles::Encoded;
 use crate::run::SideCondition;
 use crate::xcc::dlx_format;
-use crate::xcc::problem::quote;
 
 /// Most solutions a SolvePuzzle call may ask for.
 const MAX_SOLVE_LIMIT: u64 = 10_000;
@@ -32,64 +28,15 @@ const MAX_BATCH: usize = 65_536;
 
 pub struct PuzzleApi {
     pool: Arc<Pool>,
-    limits: EncodingLimits,
-    /// Encodings being built at once: one per core at most.
-    encoders: Arc<Semaphore>,
+    encoder: Arc<PuzzleEncoder>,
 }
 
 impl PuzzleApi {
-    /// Puzzle RPCs on `pool`; puzzles whose encoding would exceed `limits`
-    /// are refused before it is built.
-    pub fn new(pool: Arc<Pool>, limits: EncodingLimits) -> PuzzleApi {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        PuzzleApi {
-            pool,
-            limits,
-            encoders: Arc::new(Semaphore::new(cores)),
-        }
-    }
-
-    /// Reads and encodes a request's puzzle. Its encoding's size is bounded
-    /// from the text first, and past the limits the puzzle is refused with
-    /// nothing built; the encoding is then built on a blocking thread, never
-    /// on the async runtime, at most one per core, and the call gives up at
-    /// its deadline.
-    async fn encode(
-        &self,
-        puzzle: Option<pb::Puzzle>,
-        deadline: Option<Instant>,
-    ) -> Result<EncodedPuzzle, Status> {
-        let puzzle = read_puzzle(puzzle)?;
-        let far = Instant::now() + Duration::from_secs(3600);
-        let deadline = deadline.unwrap_or(far);
-        let late =
-            || status::deadline("the call's deadline passed while the puzzle waited to be encoded");
-        let permit = tokio::time::timeout_at(deadline, self.encoders.clone().acquire_owned())
-            .await
-            .map_err(|_| late())?
-            .map_err(|_| status::shutting_down("the server is shutting down"))?;
-        let limits = self.limits;
-        let building = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            puzzle.check_size(&limits).map_err(|e| match e {
-                SizeError::Puzzle(e) => status::invalid(format!("puzzle.text: {e}")),
-                SizeError::TooLarge(e) => {
-                    metrics::counter!("xccd_puzzles_too_large_total").increment(1);
-                    status::invalid_because(status::Reason::PuzzleTooLarge, format!("puzzle: {e}"))
-                }
-            })?;
-            let encoded = puzzle
-                .encode()
-                .map_err(|e| status::invalid(format!("puzzle.text: {e}")))?;
-            Ok((Arc::from(encoded), puzzle))
-        });
-        match tokio::time::timeout_at(deadline, building).await {
-            Err(_) => Err(late()),
-            Ok(Err(panic)) => Err(status::internal(format!(
-                "encoding the puzzle failed: {panic}"
-            ))),
-            Ok(Ok(result)) => result,
-        }
+    /// Puzzle RPCs on `pool`, encoding puzzles with `encoder` (shared with
+    /// the puzzle jobs of SolverService, so that one server builds at most
+    /// one encoding per core).
+    pub fn new(pool: Arc<Pool>, encoder: Arc<PuzzleEncoder>) -> PuzzleApi {
+        PuzzleApi { pool, encoder }
     }
 
     /// Starts a job on an encoded puzzle. The job carries the puzzle
@@ -116,6 +63,9 @@ impl PuzzleApi {
                     delivery,
                     condition: condition.restricts().then_some(condition),
                     puzzle: Some(puzzle.clone()),
+                    // The stream decodes its own grids (PuzzleEvents).
+                    grids: None,
+                    request: None,
                     owner: caller.clone(),
                     durable: false,
                     engine,
@@ -170,187 +120,6 @@ impl PuzzleApi {
     }
 }
 
-/// A puzzle encoded, and the puzzle as given.
-type EncodedPuzzle = (Arc<dyn Encoded>, Puzzle);
-
-/// The kinds and their names in the API.
-const KINDS: [(Kind, pb::PuzzleKind); 7] = [
-    (Kind::Latin, pb::PuzzleKind::Latin),
-    (Kind::Futoshiki, pb::PuzzleKind::Futoshiki),
-    (Kind::Hitori, pb::PuzzleKind::Hitori),
-    (Kind::Hidato, pb::PuzzleKind::Hidato),
-    (Kind::Slitherlink, pb::PuzzleKind::Slitherlink),
-    (Kind::Sudoku, pb::PuzzleKind::Sudoku),
-    (Kind::Queens, pb::PuzzleKind::Queens),
-];
-
-fn kind(value: i32) -> Result<Kind, Status> {
-    KINDS
-        .iter()
-        .find(|(_, named)| *named as i32 == value && *named != pb::PuzzleKind::Unspecified)
-        .map(|&(kind, _)| kind)
-        .ok_or_else(|| {
-            status::invalid(format!(
-                "puzzle.kind: required, one of latin, futoshiki, hitori, hidato, slitherlink, sudoku, queens (got {value})"
-            ))
-        })
-}
-
-/// The message for a puzzle given as text (for clients of this API: the
-/// CLI's `--server`).
-pub fn puzzle_message(puzzle: &Puzzle) -> pb::Puzzle {
-    let kind = KINDS
-        .iter()
-        .find(|(kind, _)| *kind == puzzle.kind)
-        .map_or(pb::PuzzleKind::Unspecified, |&(_, named)| named);
-    pb::Puzzle {
-        kind: kind as i32,
-        grid: Some(pb::puzzle::Grid::Text(puzzle.text.clone())),
-        weak: puzzle.options.weak,
-        futoshiki_encoding: match puzzle.options.encoding {
-            FutoshikiEncoding::Pairs => pb::FutoshikiEncoding::Pairs,
-            FutoshikiEncoding::Colors => pb::FutoshikiEncoding::Colors,
-        } as i32,
-    }
-}
-
-/// The puzzle's text format from cells given one by one.
-fn grid_text(kind: Kind, grid: &pb::CellGrid) -> Result<String, Status> {
-    if grid.rows.is_empty() {
-        return Err(status::invalid("puzzle.cells.rows: empty grid"));
-    }
-    let cols = grid.rows[0].cells.len();
-    if cols == 0 {
-        return Err(status::invalid(
-            "puzzle.cells.rows[0]: a row needs at least one cell",
-        ));
-    }
-    for (r, row) in grid.rows.iter().enumerate() {
-        if row.cells.len() != cols {
-            return Err(status::invalid(format!(
-                "puzzle.cells.rows[{r}]: {} cells, but row 0 has {cols}",
-                row.cells.len()
-            )));
-        }
-        for (c, cell) in row.cells.iter().enumerate() {
-            if cell.is_empty() || cell.chars().any(char::is_whitespace) {
-                return Err(status::invalid(format!(
-                    "puzzle.cells.rows[{r}].cells[{c}]: {} is not a cell token",
-                    quote(cell)
-                )));
-            }
-        }
-    }
-    if kind != Kind::Futoshiki && !grid.inequalities.is_empty() {
-        return Err(status::invalid(
-            "puzzle.cells.inequalities: only futoshiki has inequalities",
-        ));
-    }
-    Ok(match kind {
-        Kind::Slitherlink => grid
-            .rows
-            .iter()
-            .map(|row| row.cells.concat())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Kind::Futoshiki => futoshiki_text(grid, cols)?,
-        Kind::Queens => {
-            return Err(status::invalid(
-                "puzzle.cells: queens takes its size as text (\"8\")",
-            ))
-        }
-        _ => grid
-            .rows
-            .iter()
-            .map(|row| row.cells.join(" "))
-            .collect::<Vec<_>>()
-            .join("\n"),
-    } + "\n")
-}
-
-/// Futoshiki's layout: cells at even columns, `<`/`>` between them, and
-/// `^`/`v` lines between rows.
-fn futoshiki_text(grid: &pb::CellGrid, cols: usize) -> Result<String, Status> {
-    let rows = grid.rows.len();
-    let width = 2 * cols - 1;
-    let mut lines: Vec<Vec<char>> = Vec::new();
-    for (r, row) in grid.rows.iter().enumerate() {
-        if r > 0 {
-            lines.push(vec![' '; width]);
-        }
-        let mut line = vec![' '; width];
-        for (c, cell) in row.cells.iter().enumerate() {
-            let mut chars = cell.chars();
-            match (chars.next(), chars.next()) {
-                (Some(ch), None) => line[2 * c] = ch,
-                _ => {
-                    return Err(status::invalid(format!(
-                        "puzzle.cells.rows[{r}].cells[{c}]: futoshiki cells are one digit or '.'"
-                    )))
-                }
-            }
-        }
-        lines.push(line);
-    }
-    for (k, q) in grid.inequalities.iter().enumerate() {
-        let (r, c, r2, c2) = (
-            q.row as usize,
-            q.col as usize,
-            q.other_row as usize,
-            q.other_col as usize,
-        );
-        let bad = |why: &str| status::invalid(format!("puzzle.cells.inequalities[{k}]: {why}"));
-        if r >= rows || r2 >= rows || c >= cols || c2 >= cols {
-            return Err(bad("a cell is outside the grid"));
-        }
-        let (line, col, sign) = match (r2 as isize - r as isize, c2 as isize - c as isize) {
-            (0, 1) => (2 * r, 2 * c + 1, '<'),
-            (0, -1) => (2 * r, 2 * c2 + 1, '>'),
-            (1, 0) => (2 * r + 1, 2 * c, '^'),
-            (-1, 0) => (2 * r2 + 1, 2 * c, 'v'),
-            _ => return Err(bad("the two cells are not adjacent")),
-        };
-        if lines[line][col] != ' ' && lines[line][col] != sign {
-            return Err(bad("contradicts another inequality between the same cells"));
-        }
-        lines[line][col] = sign;
-    }
-    Ok(lines
-        .into_iter()
-        .map(|l| l.into_iter().collect::<String>().trim_end().to_string())
-        .collect::<Vec<_>>()
-        .join("\n"))
-}
-
-/// The puzzle a request gives (its text, for cells).
-fn read_puzzle(puzzle: Option<pb::Puzzle>) -> Result<Puzzle, Status> {
-    let puzzle = puzzle.ok_or_else(|| status::invalid("puzzle: required"))?;
-    let kind = kind(puzzle.kind)?;
-    let text = match puzzle.grid {
-        Some(pb::puzzle::Grid::Text(text)) => text,
-        Some(pb::puzzle::Grid::Cells(cells)) => grid_text(kind, &cells)?,
-        None => return Err(status::invalid("puzzle.grid: give text or cells")),
-    };
-    let encoding = match pb::FutoshikiEncoding::try_from(puzzle.futoshiki_encoding) {
-        Ok(pb::FutoshikiEncoding::Colors) => FutoshikiEncoding::Colors,
-        Ok(_) => FutoshikiEncoding::Pairs,
-        Err(_) => {
-            return Err(status::invalid(format!(
-                "puzzle.futoshiki_encoding: unknown value {}",
-                puzzle.futoshiki_encoding
-            )))
-        }
-    };
-    Ok(Puzzle {
-        kind,
-        text,
-        options: EncodeOptions {
-            weak: puzzle.weak,
-            encoding,
-        },
-    })
-}
-
 /// A puzzle's events on an EnumeratePuzzle stream.
 struct PuzzleEvents(Arc<dyn Encoded>);
 
@@ -358,7 +127,7 @@ impl StreamEvents for PuzzleEvents {
     type Message = pb::EnumeratePuzzleResponse;
     fn solutions(&self, batch: Solutions) -> Self::Message {
         use pb::enumerate_puzzle_response::Event as E;
-        let solutions = batch.iter().map(|s| solution(&*self.0, s)).collect();
+        let solutions = batch.iter().map(|s| grid(&*self.0, s)).collect();
         pb::EnumeratePuzzleResponse {
             event: Some(E::Solutions(pb::PuzzleSolutionBatch { solutions })),
         }
@@ -374,15 +143,6 @@ impl StreamEvents for PuzzleEvents {
         pb::EnumeratePuzzleResponse {
             event: Some(E::Summary(summary)),
         }
-    }
-}
-
-fn solution(encoded: &dyn Encoded, indices: &[u32]) -> pb::PuzzleSolution {
-    let options: Vec<usize> = indices.iter().map(|&o| o as usize).collect();
-    let text = encoded.decode(&options);
-    pb::PuzzleSolution {
-        lines: text.lines().map(str::to_string).collect(),
-        text,
     }
 }
 
@@ -402,7 +162,7 @@ impl PuzzleService for PuzzleApi {
                 "limit: {limit} exceeds {MAX_SOLVE_LIMIT}; use EnumeratePuzzle"
             )));
         }
-        let encoded = self.encode(req.puzzle, deadline).await?;
+        let encoded = self.encoder.encode(req.puzzle, deadline).await?;
         let (job, summary) = self
             .run_kept(&caller, &encoded, limit, deadline, req.engine)
             .await?;
@@ -413,7 +173,7 @@ impl PuzzleService for PuzzleApi {
             solutions: job
                 .kept_from(0)
                 .iter()
-                .map(|s| solution(&*encoded.0, s))
+                .map(|s| grid(&*encoded.0, s))
                 .collect(),
             exhausted: summary.reason == EndReason::Complete,
             statistics: Some(convert::statistics(
@@ -437,7 +197,7 @@ impl PuzzleService for PuzzleApi {
         let interval =
             convert::interval("progress_interval_seconds", req.progress_interval_seconds)?;
         let batch_size = status::count("batch_size", req.batch_size, DEFAULT_BATCH, MAX_BATCH)?;
-        let encoded = self.encode(req.puzzle, deadline).await?;
+        let encoded = self.encoder.encode(req.puzzle, deadline).await?;
         let delivery = if req.count_only {
             Delivery::CountOnly
         } else {
@@ -475,7 +235,10 @@ impl PuzzleService for PuzzleApi {
         let arrived = Instant::now();
         let deadline = convert::deadline(&request).map(|d| convert::unary_deadline(arrived, d));
         let caller = Caller::of(&request);
-        let encoded = self.encode(request.into_inner().puzzle, deadline).await?;
+        let encoded = self
+            .encoder
+            .encode(request.into_inner().puzzle, deadline)
+            .await?;
         let (job, summary) = self.run_kept(&caller, &encoded, 2, deadline, 0).await?;
         if let Some(status) = convert::end_status(&summary) {
             return Err(status);
@@ -485,7 +248,7 @@ impl PuzzleService for PuzzleApi {
         Ok(Response::new(pb::CheckPuzzleResponse {
             valid,
             solutions_found: kept.len() as u32,
-            solution: valid.then(|| solution(&*encoded.0, &kept[0])),
+            solution: valid.then(|| grid(&*encoded.0, &kept[0])),
             statistics: Some(convert::statistics(
                 &summary.stats,
                 summary.solutions,
@@ -501,7 +264,10 @@ impl PuzzleService for PuzzleApi {
     ) -> Result<Response<pb::EncodePuzzleResponse>, Status> {
         let arrived = Instant::now();
         let deadline = convert::deadline(&request).map(|d| convert::unary_deadline(arrived, d));
-        let (encoded, _) = self.encode(request.into_inner().puzzle, deadline).await?;
+        let (encoded, _) = self
+            .encoder
+            .encode(request.into_inner().puzzle, deadline)
+            .await?;
         Ok(Response::new(pb::EncodePuzzleResponse {
             dlx: dlx_format::to_string(encoded.problem()),
             has_side_condition: encoded.restricts(),

@@ -28,6 +28,7 @@ use super::pool::{Pool, PoolConfig};
 use super::proto::puzzle_service_server::PuzzleServiceServer;
 use super::proto::solver_service_server::SolverServiceServer;
 use super::proto::FILE_DESCRIPTOR_SET;
+use super::puzzle_input::PuzzleEncoder;
 use super::puzzles_grpc::PuzzleApi;
 use super::status;
 use super::store::SqliteStore;
@@ -252,12 +253,14 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     // for the request's other fields.
     let max_problem = config.api.limits.max_text_bytes;
     let max_message = max_problem.saturating_add(4096);
+    let encoder = Arc::new(PuzzleEncoder::new(config.api.puzzle_limits()));
     let api = InterceptedService::new(
         SolverServiceServer::new(SolverApi::new(
             pool.clone(),
             jobs.clone(),
             config.api.clone(),
             durability.clone(),
+            encoder.clone(),
         ))
         .max_decoding_message_size(max_message)
         .accept_compressed(CompressionEncoding::Gzip)
@@ -265,7 +268,7 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         authenticate(config.api_keys.clone()),
     );
     let puzzles = InterceptedService::new(
-        PuzzleServiceServer::new(PuzzleApi::new(pool.clone(), config.api.puzzle_limits()))
+        PuzzleServiceServer::new(PuzzleApi::new(pool.clone(), encoder))
             .max_decoding_message_size(max_message)
             .accept_compressed(CompressionEncoding::Gzip)
             .send_compressed(CompressionEncoding::Gzip),

@@ -81,6 +81,10 @@ reasons! {
     InvalidJobName = "INVALID_JOB_NAME", InvalidArgument, None;
     /// A page token was not made by this server for this call.
     InvalidPageToken = "INVALID_PAGE_TOKEN", InvalidArgument, None;
+    /// The ListJobs `filter` cannot be read (its message names the column).
+    InvalidFilter = "INVALID_FILTER", InvalidArgument, None;
+    /// A CreateJob's `request_id` belongs to one of the caller's jobs made by a different request.
+    RequestIdReused = "REQUEST_ID_REUSED", AlreadyExists, None;
     /// A number asked for is over the server's limit (`field`, `value`, `limit` in metadata).
     LimitExceeded = "LIMIT_EXCEEDED", InvalidArgument, None;
     /// The problem is larger than the server's limits (`field`, `value`, `limit`).

@@ -204,6 +204,8 @@ impl From<&WireProblem> for ProblemData {
 pub struct Instance {
     pub problem: Arc<Problem>,
     pub condition: Option<Arc<dyn SideCondition>>,
+    /// The puzzle and its encoding, for a puzzle.
+    pub puzzle: Option<(Puzzle, Arc<dyn crate::puzzles::Encoded>)>,
 }
 
 /// Rebuilds a problem (and a puzzle's side condition) from its data, and
@@ -218,6 +220,7 @@ pub fn instance(data: &ProblemData) -> Result<Instance, String> {
         return Ok(Instance {
             problem: Arc::new(problem),
             condition: None,
+            puzzle: None,
         });
     };
     let kind: Kind = source.kind.parse()?;
@@ -243,6 +246,7 @@ pub fn instance(data: &ProblemData) -> Result<Instance, String> {
     let encoded: Arc<dyn crate::puzzles::Encoded> = Arc::from(encoded);
     Ok(Instance {
         problem: Arc::new(encoded.problem().clone()),
-        condition: Some(encoded),
+        condition: Some(encoded.clone()),
+        puzzle: Some((puzzle, encoded)),
     })
 }

@@ -17,7 +17,7 @@ pub mod sqlite;
 
 use serde::{Deserialize, Serialize};
 
-use super::job::{JobId, SolutionIndices, Solutions, Work};
+use super::job::{JobId, RequestKey, SolutionIndices, Solutions, Work};
 use crate::xcc::{Engine, Stats, Task};
 
 pub use sqlite::SqliteStore;
@@ -150,6 +150,22 @@ pub struct StoredRequest {
     /// there was a choice).
     #[serde(default = "links")]
     pub engine: Engine,
+    /// CreateJob's request_id and request digest (see `job::RequestKey`),
+    /// so that a retried create finds the job after a restart too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_digest: Option<String>,
+}
+
+impl StoredRequest {
+    /// The CreateJob request key the job was made with, if any.
+    pub fn request_key(&self) -> Option<RequestKey> {
+        Some(RequestKey {
+            id: self.request_id.clone()?,
+            digest: self.request_digest.clone()?,
+        })
+    }
 }
 
 fn links() -> Engine {
