@@ -97,7 +97,8 @@ def test_a_puzzle_job_of_each_kind_survives_a_restart(
     assert after.name == created.name and listed == [created.name]
     assert after.state == "SUCCEEDED" and after.end_reason == "END_REASON_COMPLETE", after
     assert after.puzzle_kind == kind and after.durable
-    assert after.create_time == created.create_time
+    # A resource's create_time does not move (a filter on it relies on it).
+    assert after.create_time == created.create_time, "create_time changed across the restart"
     assert after.end_time is not None and after.create_time is not None
     assert after.end_time >= after.create_time
     assert after.solutions == len(expected) == after.stored_solutions
