@@ -24,7 +24,9 @@ use super::durable::{self, Durability};
 use super::estimate::Estimator;
 use super::job::JobId;
 use super::job::{Class, Delivery, EndReason, Event, Job, JobSpec, RequestKey, Solutions};
+use super::job_filter::{Filter, JobFacts};
 use super::jobs::{self, format_id, parse_id, Entry, JobRegistry, Record};
+use super::page_token::{self, List};
 use super::pool::{Pool, SubmitError};
 use super::proto as pb;
 use super::proto::solver_service_server::SolverService;
@@ -664,31 +666,26 @@ impl SolverService for SolverApi {
             0 => DEFAULT_JOBS_PAGE,
             n => n.min(MAX_JOBS_PAGE),
         };
+        let filter = Filter::parse(&req.filter).map_err(|e| {
+            status::invalid_because(status::Reason::InvalidFilter, format!("filter: {e}"))
+        })?;
         // A token names the last job of the previous page: jobs that ended
         // or were deleted since do not shift the pages.
-        let after =
-            match req.page_token.as_str() {
-                "" => None,
-                token => Some(token.strip_prefix("after/").and_then(parse_id).ok_or_else(
-                    || {
-                        status::invalid(format!(
-                            "page_token: {} is not a page token of ListJobs",
-                            quote(token)
-                        ))
-                    },
-                )?),
-            };
+        let after = page_token::decode(&req.page_token, List::Jobs, &req.filter).map_err(|e| {
+            status::invalid_because(status::Reason::InvalidPageToken, e.to_string())
+        })?;
         let mine: Vec<Entry> = self
             .jobs
             .list()
             .into_iter()
             .filter(|entry| caller.owns(entry.owner()))
             .filter(|entry| after.is_none_or(|after| entry.id() > after))
+            .filter(|entry| filter.matches(&facts(&self.job_message(entry))))
             .collect();
         let more = mine.len() > size;
         let page = &mine[..mine.len().min(size)];
         let next_page_token = match page.last() {
-            Some(last) if more => format!("after/{}", format_id(last.id())),
+            Some(last) if more => page_token::encode(List::Jobs, last.id(), &req.filter),
             _ => String::new(),
         };
         let jobs = page.iter().map(|entry| self.job_message(entry)).collect();
@@ -726,15 +723,10 @@ impl SolverService for SolverApi {
                 "packed_solutions: the packed form has no option text; ask for one or the other",
             ));
         }
-        let from = match req.page_token.as_str() {
-            "" => 0,
-            token => parse_page_token(token, entry.id()).ok_or_else(|| {
-                status::invalid(format!(
-                    "page_token: {} is not a page token of this job's solutions",
-                    quote(token)
-                ))
-            })?,
-        };
+        let list = List::Solutions { job: entry.id() };
+        let from = page_token::decode(&req.page_token, list, "")
+            .map_err(|e| status::invalid_because(status::Reason::InvalidPageToken, e.to_string()))?
+            .unwrap_or(0);
         let puzzle_job = match &entry {
             Entry::Live(job) => job.spec.grids.is_some(),
             Entry::Ended(record) => {
@@ -766,7 +758,7 @@ impl SolverService for SolverApi {
             packed,
             first_index: from,
             next_page_token: if more {
-                page_token(entry.id(), next)
+                page_token::encode(list, next, "")
             } else {
                 String::new()
             },
@@ -831,14 +823,18 @@ async fn blocking<T: Send + 'static>(
         .unwrap_or_else(|_| Err(status::internal("reading the job store failed")))
 }
 
-fn page_token(job: JobId, index: u64) -> String {
-    format!("{job}.{index}")
-}
-
-fn parse_page_token(token: &str, job: JobId) -> Option<u64> {
-    let (of, index) = token.split_once('.')?;
-    (of.parse::<JobId>().ok()? == job).then_some(())?;
-    index.parse().ok()
+/// What a ListJobs filter sees of a job.
+fn facts(job: &pb::Job) -> JobFacts {
+    let time = |t: &Option<prost_types::Timestamp>| {
+        t.as_ref()
+            .and_then(|t| std::time::SystemTime::try_from(*t).ok())
+    };
+    JobFacts {
+        state: job.state(),
+        create_time: time(&job.create_time).unwrap_or(std::time::UNIX_EPOCH),
+        end_time: time(&job.end_time),
+        durable: job.durable,
+    }
 }
 
 /// A running job's problem, as its solutions' messages need it.
