@@ -291,10 +291,12 @@ def test_list_jobs_filters_and_pages(own_server: Any, tmp_path: Path) -> None:
         ]
         assert [j.name for j in c.list_jobs("state != SUCCEEDED")] == [stopped.name]
         assert [j.name for j in c.list_jobs("state = JOB_STATE_CANCELLED")] == [stopped.name]
-        first = c.get_job(done[0].name).create_time
-        assert first is not None
-        later = [j.name for j in c.list_jobs(f'create_time > "{first.isoformat()}"')]
-        assert done[0].name not in later and stopped.name in later
+        # The first job's create_time to the nanosecond (a datetime keeps
+        # microseconds): the jobs created after it.
+        first = c.get_job(done[0].name).message.create_time.ToJsonString()
+        later = [j.name for j in c.list_jobs(f'create_time > "{first}"')]
+        assert later == everything[1:]
+        assert [j.name for j in c.list_jobs(f'create_time <= "{first}"')] == everything[:1]
         with pytest.raises(xccd.XccdError) as raised:
             list(c.list_jobs("state = = SUCCEEDED"))
         assert raised.value.code == grpc.StatusCode.INVALID_ARGUMENT
