@@ -7,7 +7,7 @@
 Starts `xccd serve` (the binary given) on a free port with a short --job-retention and no job
 store (--data-dir none: a durable job's solutions live in the store, not in memory), submits
 `--jobs` jobs of bench/instances/latin5.dlx that each keep `--keep` solutions with their options'
-text (SubmitJob, at most 8 running at once), and prints the server's VmRSS and VmHWM
+text (CreateJob, at most 8 running at once), and prints the server's VmRSS and VmHWM
 (/proc/PID/status) once every job has ended (the plateau, under the 256 MiB cap of
 --max-retained-bytes), then again after every record has expired (ListJobs drops them). This is
 how issue 24's "RSS plateaus near 950 MB and stays at 488 MB when all are expired" was measured,
@@ -87,26 +87,26 @@ def measure(args, pid, pb2, stub):
     submitted = 0
     while ended < args.jobs:
         while submitted < args.jobs and len(running) < 8:
-            reply = stub.SubmitJob(pb2.SubmitJobRequest(
+            reply = stub.CreateJob(pb2.CreateJobRequest(
                 problem=pb2.Problem(dlx=dlx), keep_solutions=args.keep,
                 include_option_text=True), timeout=60)
-            running.append(reply.job_id)
+            running.append(reply.job.name)
             submitted += 1
         time.sleep(0.05)
         high = max(high, status_kb(pid, "VmRSS"))
         still = []
-        for job_id in running:
+        for name in running:
             try:
-                job = stub.GetJob(pb2.GetJobRequest(job_id=job_id, max_solutions=1),
+                job = stub.GetJob(pb2.GetJobRequest(name=name, max_solutions=1),
                                   timeout=60).job
             except grpc.RpcError as error:
                 if error.code() != grpc.StatusCode.NOT_FOUND:
                     raise
                 job = None  # ended, and already dropped past the cap
-            if job is None or job.state == pb2.JOB_STATE_DONE:
+            if job is None or job.state not in (pb2.JOB_STATE_QUEUED, pb2.JOB_STATE_RUNNING):
                 ended += 1
             else:
-                still.append(job_id)
+                still.append(name)
         running = still
     elapsed = time.monotonic() - started
     listed = len(stub.ListJobs(pb2.ListJobsRequest(), timeout=60).jobs)

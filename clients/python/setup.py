@@ -15,7 +15,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
-PROTOS = ("solver.proto", "puzzles.proto")
+PROTOS = ("puzzle.proto", "solver.proto", "puzzles.proto")
 
 
 class BuildWithStubs(build_py):

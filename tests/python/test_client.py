@@ -1,9 +1,10 @@
 """The xccd gRPC API from a Python client (grpcio).
 
-The stubs are generated from proto/xccd/v1/solver.proto with grpcio-tools
-into a temporary directory when the session starts, so that the test always
-follows the contract in the repository. The server's address comes from the
-XCCD_ADDR environment variable (for example localhost:50599). With
+The stubs are generated from proto/xccd/v1 (puzzle.proto, solver.proto and
+puzzles.proto) with grpcio-tools into a temporary directory when the session
+starts, so that the test always follows the contract in the repository. The
+server's address comes from the XCCD_ADDR environment variable (for example
+localhost:50599). With
 XCCD_CA_CERT (the CA that signed the server's certificate) the client speaks
 TLS, and with XCCD_API_KEY it sends the key (`authorization: Bearer KEY`)
 on every call; CI runs it so, and checks that the server refuses a client
@@ -40,6 +41,7 @@ def pb(tmp_path_factory):
             f"-I{well_known}",
             f"--python_out={out}",
             f"--grpc_python_out={out}",
+            str(PROTO_ROOT / "xccd" / "v1" / "puzzle.proto"),
             str(PROTO_ROOT / "xccd" / "v1" / "solver.proto"),
             str(PROTO_ROOT / "xccd" / "v1" / "puzzles.proto"),
         ]
@@ -49,11 +51,14 @@ def pb(tmp_path_factory):
     try:
         pb2 = importlib.import_module("xccd.v1.solver_pb2")
         pb2_grpc = importlib.import_module("xccd.v1.solver_pb2_grpc")
+        puzzle = importlib.import_module("xccd.v1.puzzle_pb2")
         puzzles = importlib.import_module("xccd.v1.puzzles_pb2")
         puzzles_grpc = importlib.import_module("xccd.v1.puzzles_pb2_grpc")
     finally:
         sys.path.remove(str(out))
-    return SimpleNamespace(pb2=pb2, grpc=pb2_grpc, puzzles=puzzles, puzzles_grpc=puzzles_grpc)
+    return SimpleNamespace(
+        pb2=pb2, grpc=pb2_grpc, puzzle=puzzle, puzzles=puzzles, puzzles_grpc=puzzles_grpc
+    )
 
 
 def open_channel(addr, with_key=True):
@@ -277,10 +282,10 @@ def test_enumerate_count_only_queens10(pb, stub):
 
 
 def test_job_queens8(pb, stub):
-    job_id = stub.SubmitJob(
-        pb.pb2.SubmitJobRequest(problem=dlx_problem(pb, "queens8"), keep_solutions=10),
+    job_id = stub.CreateJob(
+        pb.pb2.CreateJobRequest(problem=dlx_problem(pb, "queens8"), keep_solutions=10),
         timeout=TIMEOUT,
-    ).name
+    ).job.name
     summaries, kept = [], []
     for response in stub.WatchJob(
         pb.pb2.WatchJobRequest(name=job_id, include_solutions=True), timeout=TIMEOUT
@@ -391,7 +396,7 @@ def hitori_ok(puzzle, solved):
 def test_solve_puzzle_hitori_keeps_white_cells_connected(pb, puzzles):
     response = puzzles.SolvePuzzle(
         pb.puzzles.SolvePuzzleRequest(
-            puzzle=pb.puzzles.Puzzle(kind=pb.puzzles.PUZZLE_KIND_HITORI, text=HITORI),
+            puzzle=pb.puzzle.Puzzle(kind=pb.puzzle.PUZZLE_KIND_HITORI, text=HITORI),
             limit=100,
         ),
         timeout=TIMEOUT,
@@ -404,7 +409,7 @@ def test_solve_puzzle_hitori_keeps_white_cells_connected(pb, puzzles):
 
 
 def test_enumerate_puzzle_in_batches_and_counts(pb, puzzles):
-    blank = pb.puzzles.Puzzle(kind=pb.puzzles.PUZZLE_KIND_SLITHERLINK, text="..\n..\n")
+    blank = pb.puzzle.Puzzle(kind=pb.puzzle.PUZZLE_KIND_SLITHERLINK, text="..\n..\n")
     drawings, summaries = [], []
     for response in puzzles.EnumeratePuzzle(
         pb.puzzles.EnumeratePuzzleRequest(puzzle=blank, batch_size=4), timeout=TIMEOUT

@@ -97,7 +97,7 @@ def test_a_bad_page_token_is_invalid_page_token(pb, stub):
 
 
 def test_a_bad_puzzle_is_invalid_puzzle(pb, puzzles):
-    request = pb.puzzles.SolvePuzzleRequest(puzzle=pb.puzzles.Puzzle())
+    request = pb.puzzles.SolvePuzzleRequest(puzzle=pb.puzzle.Puzzle())
     error = fails(puzzles.SolvePuzzle, request)
     reason_of(error, "INVALID_PUZZLE", grpc.StatusCode.INVALID_ARGUMENT)
 

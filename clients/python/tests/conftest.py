@@ -11,7 +11,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Iterator, List
+from typing import Iterator, List, Optional
 
 import pytest
 
@@ -44,19 +44,26 @@ def free_port() -> int:
 
 class OwnServer:
     """An `xccd serve` process of this test (plaintext, no API keys),
-    stopped when the test ends."""
+    stopped when the test ends. Without `data_dir` it keeps no job store
+    (`--data-dir none`); with one, its durable jobs outlive it, for a
+    server started again on the same folder."""
 
-    def __init__(self, tmp: Path, args: List[str], port: int = 0) -> None:
+    def __init__(
+        self, tmp: Path, args: List[str], port: int = 0, data_dir: Optional[Path] = None
+    ) -> None:
         if not XCCD_BIN.is_file():
             pytest.fail(f"no xccd binary at {XCCD_BIN} (set XCCD_BIN)")
         self.port = port or free_port()
         self.addr = f"127.0.0.1:{self.port}"
+        self.data_dir = data_dir
+        # A server started again on the same port appends to the same log.
         self.log = tmp / f"xccd-serve-{self.port}.log"
+        store = str(data_dir) if data_dir is not None else "none"
         self.process = subprocess.Popen(
-            [str(XCCD_BIN), "serve", "--listen", self.addr, "--data-dir", "none", *args],
+            [str(XCCD_BIN), "serve", "--listen", self.addr, "--data-dir", store, *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=self.log.open("wb"),
+            stderr=self.log.open("ab"),
         )
 
     def wait_ready(self, seconds: float = 30) -> None:
@@ -82,10 +89,14 @@ class OwnServer:
 
 @pytest.fixture
 def own_server(tmp_path: Path) -> Iterator[object]:
+    """start(*args, port=0, wait=True, data_dir=None): an OwnServer of the
+    test, ready unless `wait` is false."""
     servers: List[OwnServer] = []
 
-    def start(*args: str, port: int = 0, wait: bool = True) -> OwnServer:
-        server = OwnServer(tmp_path, list(args), port)
+    def start(
+        *args: str, port: int = 0, wait: bool = True, data_dir: Optional[Path] = None
+    ) -> OwnServer:
+        server = OwnServer(tmp_path, list(args), port, data_dir)
         servers.append(server)
         if wait:
             server.wait_ready()

@@ -32,13 +32,19 @@ def test_each_readme_has_an_example() -> None:
 
 @pytest.mark.parametrize("name,code,expected", examples(), ids=lambda v: v if "#" in v else "")
 def test_readme_example_prints_what_it_shows(
-    own_server: Any, monkeypatch: pytest.MonkeyPatch, name: str, code: str, expected: str
+    own_server: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    name: str,
+    code: str,
+    expected: str,
 ) -> None:
     # Paths in the examples are the repository's.
     monkeypatch.chdir(ROOT)
-    # The block's server is this test's, on a free port.
+    # The block's server is this test's, on a free port, with a job store
+    # as a server has by default (the jobs example reads it).
     (addr,) = set(re.findall(r'Client\("([^"]+)"', code))
-    server = own_server("--threads", "2")
+    server = own_server("--threads", "2", data_dir=tmp_path / "data")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code.replace(addr, server.addr), name, "exec"), {})

@@ -1,5 +1,5 @@
 """xccd's Python client: exact cover problems (with colors) solved by an
-xccd server.
+xccd server, at once or as jobs that outlive the connection.
 
     from xccd import Client
     with Client("localhost:50051") as xccd:
@@ -9,6 +9,16 @@ xccd server.
 
 from ._client import Client, SolveResult
 from ._errors import IncompleteError, XccdError
+from ._jobs import Job, JobSolution, Progress
 from ._problems import covers_problem
 
-__all__ = ["Client", "IncompleteError", "SolveResult", "XccdError", "covers_problem"]
+__all__ = [
+    "Client",
+    "IncompleteError",
+    "Job",
+    "JobSolution",
+    "Progress",
+    "SolveResult",
+    "XccdError",
+    "covers_problem",
+]

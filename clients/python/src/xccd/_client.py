@@ -1,10 +1,12 @@
 """The Client: a channel to an xccd server and its calls, each checked to
-have done what was asked (a search that ended early raises)."""
+have done what was asked (a search that ended early raises), jobs
+included."""
 
 from __future__ import annotations
 
 import random
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import (
@@ -25,7 +27,8 @@ import grpc
 
 from ._errors import IncompleteError, XccdError, from_rpc_error, read_details, status_code
 from ._problems import covers_problem, decode_batch, problem_message
-from .v1 import puzzles_pb2, puzzles_pb2_grpc, solver_pb2, solver_pb2_grpc
+from ._jobs import Job, JobSolution, Progress
+from .v1 import puzzle_pb2, puzzles_pb2, puzzles_pb2_grpc, solver_pb2, solver_pb2_grpc
 
 ProblemLike = Any  # DLX text (str), a Problem or a StructuredProblem message
 
@@ -308,11 +311,11 @@ class Client:
     @staticmethod
     def _puzzle(kind: Union[str, int], puzzle: Union[str, int], weak: bool) -> Any:
         kind_value = (
-            puzzles_pb2.PuzzleKind.Value("PUZZLE_KIND_" + kind.upper())
+            puzzle_pb2.PuzzleKind.Value("PUZZLE_KIND_" + kind.upper())
             if isinstance(kind, str)
             else kind
         )
-        return puzzles_pb2.Puzzle(kind=kind_value, text=str(puzzle), weak=weak)
+        return puzzle_pb2.Puzzle(kind=kind_value, text=str(puzzle), weak=weak)
 
     def solve_puzzle(
         self,
@@ -355,6 +358,275 @@ class Client:
                 for solution in event.solutions.solutions:
                     yield str(solution.text)
 
-    # Jobs (create_job, watch, solutions, cancel, delete) come here once the
-    # jobs API is redesigned as resources (issue 26, point 2); they are not
-    # written against the SubmitJob API that is being replaced.
+    # Jobs: searches that run on the server without a client attached and,
+    # on a server with a data directory (durable jobs), survive its restarts.
+
+    def _create_job(self, request: Any, request_id: Union[str, uuid.UUID, None]) -> Job:
+        # The idempotency key (AIP-155) is chosen once, before the first
+        # attempt, so that _unary's retries of an UNAVAILABLE create (the
+        # first may have made the job before the answer was lost) return
+        # that job rather than making a second one.
+        request.request_id = str(request_id if request_id is not None else uuid.uuid4())
+        return Job.from_message(self._unary(self._solver.CreateJob, request).job)
+
+    def create_job(
+        self,
+        problem: ProblemLike,
+        limit: int = 0,
+        *,
+        keep_solutions: int = 0,
+        max_nodes: int = 0,
+        count_only: bool = False,
+        include_option_text: bool = False,
+        engine: Optional[str] = None,
+        request_id: Union[str, uuid.UUID, None] = None,
+    ) -> Job:
+        """Creates a job searching `problem` (DLX text, a Problem or a
+        StructuredProblem, as for solve; or a Puzzle message) for every
+        solution, or the first `limit`; returns it as created (QUEUED or
+        RUNNING). The job keeps its first `keep_solutions` solutions for
+        get_job and watch (0: the server's default, 100); a durable job
+        stores them all (see solutions). `count_only` keeps none.
+
+        `request_id` (a UUID) makes the create idempotent: a create with the
+        request_id of a job the server still remembers returns that job
+        (and one with the same request_id but a different request raises
+        XccdError with reason REQUEST_ID_REUSED). When none is given one is
+        made up, so that the retries of this call are safe."""
+        request = solver_pb2.CreateJobRequest(
+            limit=limit,
+            keep_solutions=keep_solutions,
+            max_nodes=max_nodes,
+            count_only=count_only,
+            include_option_text=include_option_text,
+            engine=_ENGINES[engine],
+        )
+        if isinstance(problem, puzzle_pb2.Puzzle):
+            request.puzzle.CopyFrom(problem)
+        else:
+            request.problem.CopyFrom(problem_message(problem))
+        return self._create_job(request, request_id)
+
+    def create_puzzle_job(
+        self,
+        kind: Union[str, int],
+        puzzle: Union[str, int],
+        limit: int = 0,
+        *,
+        weak: bool = False,
+        keep_solutions: int = 0,
+        max_nodes: int = 0,
+        count_only: bool = False,
+        engine: Optional[str] = None,
+        request_id: Union[str, uuid.UUID, None] = None,
+    ) -> Job:
+        """Creates a job solving a puzzle given as to solve_puzzle (its kind
+        and its text; `weak` for hitori's and slitherlink's weak solutions):
+        the puzzle's side conditions are kept, and each of its solutions
+        carries its solved grid (JobSolution.grid). The other arguments are
+        create_job's."""
+        request = solver_pb2.CreateJobRequest(
+            puzzle=self._puzzle(kind, puzzle, weak),
+            limit=limit,
+            keep_solutions=keep_solutions,
+            max_nodes=max_nodes,
+            count_only=count_only,
+            engine=_ENGINES[engine],
+        )
+        return self._create_job(request, request_id)
+
+    def get_job(self, name: str) -> Job:
+        """The job `name` (`jobs/7`) as the server knows it now. A job the
+        server does not know (or no longer: deleted, or expired) raises
+        XccdError with reason JOB_NOT_FOUND."""
+        # One kept solution at most: the Job is what is asked, and 0 would
+        # copy every kept solution.
+        request = solver_pb2.GetJobRequest(name=name, max_solutions=1)
+        return Job.from_message(self._unary(self._solver.GetJob, request).job)
+
+    def cancel(self, name: str) -> Job:
+        """Stops the job `name`; returns it (CANCELLED once it has stopped,
+        which may be a moment later: watch or get_job tell). A job that has
+        already ended is left as it is. Its solutions so far stay readable."""
+        request = solver_pb2.CancelJobRequest(name=name)
+        return Job.from_message(self._unary(self._solver.CancelJob, request).job)
+
+    def delete(self, name: str) -> None:
+        """Forgets the job `name` (stopping it first if it runs), its
+        stored solutions with it: get_job then raises JOB_NOT_FOUND."""
+        self._unary(self._solver.DeleteJob, solver_pb2.DeleteJobRequest(name=name))
+
+    def list_jobs(self, filter: Optional[str] = None, *, page_size: int = 0) -> Iterator[Job]:
+        """The caller's jobs, oldest first, read a page (`page_size`, 0: the
+        server's 100) at a time. `filter` picks some, in AIP-160's syntax:
+        `state = SUCCEEDED`, `create_time > "2026-12-01T00:00:00Z"`,
+        `durable = true`, with AND, OR, NOT and parentheses (solver.proto's
+        ListJobsRequest.filter)."""
+        token = ""
+        while True:
+            request = solver_pb2.ListJobsRequest(
+                page_size=page_size, page_token=token, filter=filter or ""
+            )
+            page = self._unary(self._solver.ListJobs, request)
+            for message in page.jobs:
+                yield Job.from_message(message)
+            token = page.next_page_token
+            if not token:
+                return
+
+    @staticmethod
+    def _job_solutions(messages: Iterable[Any], start: int) -> Iterator[JobSolution]:
+        for index, message in enumerate(messages, start):
+            grid = message.grid.text if message.HasField("grid") else None
+            yield JobSolution(index=index, options=list(message.option_indices), grid=grid)
+
+    @staticmethod
+    def _packed_solutions(batch: Any, start: int) -> Iterator[JobSolution]:
+        for index, options in enumerate(decode_batch(batch), start):
+            yield JobSolution(index=index, options=options)
+
+    def solutions(
+        self,
+        name: str,
+        *,
+        page_size: int = 0,
+        follow: bool = True,
+        poll_interval: float = 0.5,
+    ) -> Iterator[JobSolution]:
+        """Every solution of the durable job `name`, in the order it found
+        them, read from the server's store a page (`page_size`, 0: the
+        server's 1,000) at a time. While the job runs, the generator waits
+        for more (asking again every `poll_interval` seconds, up to 5 s
+        apart while nothing comes), and ends once the job has ended and
+        every solution was read; with `follow=False` it ends at the last
+        solution stored so far instead. A server without a data directory
+        raises XccdError with reason NO_JOB_STORE (and a job that is not
+        durable, JOB_NOT_STORED): its kept solutions come with watch."""
+        # Plain problems' solutions come packed (one copy per page); puzzle
+        # jobs' one message each, since only those carry the grid.
+        packed = self.get_job(name).puzzle_kind is None
+        token = ""
+        delay = poll_interval
+        while True:
+            request = solver_pb2.ListJobSolutionsRequest(
+                name=name, page_size=page_size, page_token=token, packed_solutions=packed
+            )
+            page = self._unary(self._solver.ListJobSolutions, request)
+            start = int(page.first_index)
+            if packed:
+                found = list(self._packed_solutions(page.packed, start))
+            else:
+                found = list(self._job_solutions(page.solutions, start))
+            yield from found
+            token = page.next_page_token
+            if not token:
+                return
+            if found:
+                delay = poll_interval
+                continue
+            if not follow:
+                return
+            time.sleep(delay)
+            delay = min(delay * 2, max(poll_interval, 5.0))
+
+    def _final_job(self, name: str) -> Job:
+        """The job once its watch saw it end (its record may trail the
+        summary by a moment)."""
+        deadline = time.monotonic() + 5
+        while True:
+            job = self.get_job(name)
+            if job.done or time.monotonic() > deadline:
+                return job
+            time.sleep(0.05)
+
+    def watch(
+        self,
+        name: str,
+        include_solutions: bool = False,
+        *,
+        from_solution: int = 0,
+        progress_interval: float = 1.0,
+    ) -> Iterator[Union[Progress, JobSolution, Job]]:
+        """Follows the job `name` until it ends: yields a Progress every
+        `progress_interval` seconds, with `include_solutions` its kept
+        solutions (a durable job's: all of them, from `from_solution` on) as
+        JobSolutions as they are found, and last the final Job (SUCCEEDED,
+        FAILED or CANCELLED: check its `state`). A watch that ends before
+        the job does (the server shutting down, the client's timeout)
+        raises IncompleteError naming the reason; a durable job goes on
+        after the server's restart, and can be watched again (from the
+        index of the next solution wanted). The call is sent again while
+        the server is UNAVAILABLE before it answered anything."""
+        job = self.get_job(name)
+        packed = include_solutions and job.puzzle_kind is None
+        request = solver_pb2.WatchJobRequest(
+            name=name,
+            include_solutions=include_solutions,
+            progress_interval_seconds=progress_interval,
+            from_solution=from_solution,
+            packed_solutions=packed,
+        )
+        # Reasons with which the summary tells that the job itself ended
+        # (CANCELLED only when the call ended OK: CancelJob stopped the job,
+        # rather than this call being cut).
+        ended = {
+            solver_pb2.END_REASON_COMPLETE,
+            solver_pb2.END_REASON_LIMIT,
+            solver_pb2.END_REASON_NODE_LIMIT,
+            solver_pb2.END_REASON_FAILED,
+        }
+        attempt = 0
+        index = from_solution
+        while True:
+            call = self._solver.WatchJob(request, timeout=self.timeout)
+            received = False
+            summary = None
+            rpc_error: Optional[grpc.RpcError] = None
+            try:
+                for response in call:
+                    received = True
+                    event = response.WhichOneof("event")
+                    if event == "summary":
+                        summary = response.summary
+                    elif event == "progress":
+                        yield Progress.from_message(response.progress)
+                    elif event == "solutions":
+                        batch = response.solutions
+                        if batch.packed_index_bytes:
+                            found = list(self._packed_solutions(batch, index))
+                        else:
+                            found = list(self._job_solutions(batch.solutions, index))
+                        index += len(found)
+                        yield from found
+            except grpc.RpcError as e:
+                rpc_error = e
+            finally:
+                call.cancel()
+            if summary is not None:
+                if summary.reason in ended or (
+                    summary.reason == solver_pb2.END_REASON_CANCELLED and rpc_error is None
+                ):
+                    yield self._final_job(name)
+                    return
+                raise self._incomplete(summary, rpc_error)
+            if rpc_error is None:
+                raise IncompleteError("the watch ended without a summary")
+            if received:
+                made = from_rpc_error(rpc_error, IncompleteError)
+                assert isinstance(made, IncompleteError)
+                raise made from None
+            error = from_rpc_error(rpc_error)
+            if error.code != grpc.StatusCode.UNAVAILABLE or attempt >= self.retries:
+                raise error from None
+            self._backoff(attempt, error)
+            attempt += 1
+
+    def wait(self, name: str, *, progress_interval: float = 60.0) -> Job:
+        """The job `name` once it has ended (SUCCEEDED, FAILED or
+        CANCELLED), watched to its end; raises as watch does when the watch
+        ends first."""
+        for event in self.watch(name, progress_interval=progress_interval):
+            if isinstance(event, Job):
+                return event
+        # Unreachable: watch ends with the Job or raises.
+        raise IncompleteError("the watch ended without the job")
