@@ -1514,7 +1514,7 @@ fn the_readme_explains_durable_jobs() {
     for text in [
         "StatefulSet",
         "PersistentVolumeClaim",
-        "SubmitJob",
+        "CreateJob",
         "kubectl rollout restart statefulset/xccd-coordinator",
         "replicas: 1",
         "locked",

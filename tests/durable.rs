@@ -180,7 +180,7 @@ async fn submit(client: &mut Client, text: &str) -> String {
             ..Default::default()
         })
         .await
-        .expect("SubmitJob")
+        .expect("CreateJob")
         .into_inner()
         .job
         .expect("CreateJob returns the job")

@@ -569,7 +569,7 @@ async fn check_instance(client: &mut Client, name: &str) {
     );
 }
 
-/// SubmitJob, WatchJob to the end, GetJob; returns the job's id.
+/// CreateJob, WatchJob to the end, GetJob; returns the job's id.
 async fn check_job(
     client: &mut Client,
     name: &str,
@@ -580,7 +580,7 @@ async fn check_job(
     keep: u32,
 ) -> String {
     let id = within(
-        "SubmitJob",
+        "CreateJob",
         STEP,
         client.create_job(pb::CreateJobRequest {
             source: dlx(text).map(pb::create_job_request::Source::Problem),
@@ -589,7 +589,7 @@ async fn check_job(
         }),
     )
     .await
-    .unwrap_or_else(|e| panic!("{name}: SubmitJob: {e:?}"))
+    .unwrap_or_else(|e| panic!("{name}: CreateJob: {e:?}"))
     .into_inner()
     .job
     .expect("CreateJob returns the job")
@@ -1632,7 +1632,7 @@ async fn invalid_requests_are_rejected() {
             })
             .await;
         assert_status(
-            &format!("SubmitJob, {what}"),
+            &format!("CreateJob, {what}"),
             r,
             Code::InvalidArgument,
             words,
@@ -1747,7 +1747,7 @@ async fn invalid_requests_are_rejected() {
     );
     let r = client.create_job(pb::CreateJobRequest::default()).await;
     assert_status(
-        "SubmitJob without a problem",
+        "CreateJob without a problem",
         r,
         Code::InvalidArgument,
         &["problem"],

@@ -295,7 +295,7 @@ async fn watch_job_ends_unavailable_after_its_summary() {
             ..Default::default()
         })
         .await
-        .expect("SubmitJob")
+        .expect("CreateJob")
         .into_inner()
         .job
         .expect("CreateJob returns the job")

@@ -198,7 +198,7 @@ async fn a_read_only_store_starts_degraded_and_says_read_only() {
     let job = client
         .create_job(request(&instance("queens8")))
         .await
-        .expect("SubmitJob")
+        .expect("CreateJob")
         .into_inner()
         .job
         .expect("CreateJob returns the job")
@@ -277,7 +277,7 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
     let filler = client
         .create_job(request(&instance("queens15")))
         .await
-        .expect("SubmitJob")
+        .expect("CreateJob")
         .into_inner()
         .job
         .expect("CreateJob returns the job")
@@ -376,7 +376,7 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
     let job = client
         .create_job(request(&instance("queens10")))
         .await
-        .expect("SubmitJob after the delete")
+        .expect("CreateJob after the delete")
         .into_inner()
         .job
         .expect("CreateJob returns the job")

@@ -268,7 +268,7 @@ async fn durability(set: &BenchSet, out: Rows) -> Result<(), CliError> {
         }),
     );
     out.text("");
-    out.text("durable jobs (SubmitJob, 2 workers): every solution stored vs kept in memory");
+    out.text("durable jobs (CreateJob, 2 workers): every solution stored vs kept in memory");
     out.text(format_args!(
         "{:<9} {:>10} {:>9} {:>9} {:>6} {:>10} {:>10} {:>11} {:>6} {:>7} {:>13}",
         "instance",

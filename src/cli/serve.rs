@@ -53,7 +53,7 @@ pub struct ServeArgs {
     /// Address to serve Prometheus metrics on (`/metrics`).
     #[arg(long, env = "XCCD_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
-    /// Most long jobs (Enumerate, SubmitJob, EnumeratePuzzle) queued or
+    /// Most long jobs (Enumerate, CreateJob, EnumeratePuzzle) queued or
     /// running at once; more get RESOURCE_EXHAUSTED. Small calls do not
     /// count against it (see --max-interactive-jobs).
     #[arg(long, env = "XCCD_MAX_JOBS", default_value_t = 64)]
@@ -123,7 +123,7 @@ pub struct ServeArgs {
     /// RESOURCE_EXHAUSTED past it).
     #[arg(long, env = "XCCD_MAX_JOB_STORE_BYTES", default_value_t = 1 << 30)]
     pub max_job_store_bytes: u64,
-    /// Most bytes all stored solutions may take: past it SubmitJob answers
+    /// Most bytes all stored solutions may take: past it CreateJob answers
     /// RESOURCE_EXHAUSTED until jobs are deleted.
     #[arg(long, env = "XCCD_MAX_STORE_BYTES", default_value_t = 8 << 30)]
     pub max_store_bytes: u64,
