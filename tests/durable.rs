@@ -173,10 +173,9 @@ async fn connect(addr: SocketAddr, server: &mut Process) -> Client {
 async fn submit(client: &mut Client, text: &str) -> String {
     client
         .create_job(pb::CreateJobRequest {
-            source: Some(pb::Problem {
+            source: Some(pb::create_job_request::Source::Problem(pb::Problem {
                 source: Some(pb::problem::Source::Dlx(text.to_string())),
-            })
-            .map(pb::create_job_request::Source::Problem),
+            })),
             ..Default::default()
         })
         .await
