@@ -57,6 +57,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, Test
 use tonic::metadata::{AsciiMetadataKey, AsciiMetadataValue};
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status, Streaming};
+use xccd::service::page_token::{self, List};
 use xccd::service::proto as pb;
 use xccd::service::server::{start, RunningServer, ServeConfig};
 use xccd::service::PoolConfig;
@@ -1307,8 +1308,12 @@ fn call() -> BoxedStrategy<Call> {
     let token = || {
         prop_oneof![
             Just(String::new()),
+            // Tokens this server makes (valid positions, of job 1's
+            // solutions or of the unfiltered jobs list), the old readable
+            // forms, and anything.
+            index().prop_map(|i| page_token::encode(List::Solutions { job: 1 }, i, "")),
+            index().prop_map(|i| page_token::encode(List::Jobs, i, "")),
             index().prop_map(|i| format!("1.{i}")),
-            index().prop_map(|i| format!("after/jobs/{i}")),
             ".*",
         ]
     };

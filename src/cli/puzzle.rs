@@ -14,9 +14,10 @@ use std::time::Instant;
 
 use clap::{Args, Subcommand};
 use xccd::puzzles::kinds::{self, EncodeOptions, Kind};
+use xccd::puzzles::side_condition;
 use xccd::puzzles::{formats, picture};
 use xccd::puzzles::{Encoded, FutoshikiEncoding, Puzzle};
-use xccd::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, SideCondition, Taken};
+use xccd::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, Taken};
 use xccd::service::proto as pb;
 use xccd::service::puzzle_input::puzzle_message;
 use xccd::service::JobSpec;
@@ -359,11 +360,10 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
         let encoded: Arc<dyn Encoded> = Arc::from(encoded);
         match args.at.threads {
             Some(threads) => {
-                let condition: Arc<dyn SideCondition> = encoded.clone();
                 let spec = JobSpec {
                     limit,
                     delivery: delivery(args.count),
-                    condition: condition.restricts().then_some(condition),
+                    condition: side_condition(&encoded),
                     puzzle: Some(puzzle),
                     engine: args.at.engine.resolve(encoded.problem())?,
                     ..JobSpec::default()

@@ -29,6 +29,8 @@ pub use futoshiki::FutoshikiEncoding;
 pub use kinds::{EncodeOptions, Kind, Puzzle};
 pub use size::{EncodingLimits, EncodingSize, Measure, SizeError, TooLarge};
 
+use std::sync::Arc;
+
 use crate::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, SideCondition, Taken};
 use crate::xcc::{Problem, ProgressView, Task};
 
@@ -82,6 +84,14 @@ pub trait Encoded: SideCondition + Send + Sync {
     /// The puzzle's solution for an XCC solution (option indices,
     /// ascending), in the puzzle's text layout.
     fn decode(&self, options: &[usize]) -> String;
+}
+
+/// The side condition a search of `encoded` must check, if its kind has
+/// one that restricts anything (hitori's and slitherlink's connectivity):
+/// a job on the others is spared a check that admits every solution.
+pub fn side_condition(encoded: &Arc<dyn Encoded>) -> Option<Arc<dyn SideCondition>> {
+    let condition: Arc<dyn SideCondition> = encoded.clone();
+    condition.restricts().then_some(condition)
 }
 
 /// Up to `limit` decoded solutions of an encoded puzzle, and whether the

@@ -33,7 +33,7 @@ use super::proto::solver_service_server::SolverService;
 use super::puzzle_input::PuzzleEncoder;
 use super::status;
 use super::store::{JobStore, StoreError};
-use crate::run::SideCondition;
+use crate::puzzles::side_condition;
 use crate::xcc::problem::quote;
 use crate::xcc::Problem;
 
@@ -485,10 +485,6 @@ impl SolverService for SolverApi {
                 ))
             }
         };
-        let condition: Option<Arc<dyn SideCondition>> = puzzle.as_ref().and_then(|(encoded, _)| {
-            let condition: Arc<dyn SideCondition> = encoded.clone();
-            condition.restricts().then_some(condition)
-        });
         let mut spec = JobSpec {
             engine: convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
             limit: nonzero(req.limit),
@@ -498,7 +494,9 @@ impl SolverService for SolverApi {
             } else {
                 Delivery::Keep { keep }
             },
-            condition,
+            condition: puzzle
+                .as_ref()
+                .and_then(|(encoded, _)| side_condition(encoded)),
             grids: puzzle.as_ref().map(|(encoded, _)| encoded.clone()),
             puzzle: puzzle.map(|(_, puzzle)| puzzle),
             owner: caller.clone(),

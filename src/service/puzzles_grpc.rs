@@ -15,8 +15,7 @@ use super::proto as pb;
 use super::proto::puzzle_service_server::PuzzleService;
 use super::puzzle_input::{grid, EncodedPuzzle, PuzzleEncoder};
 use super::status;
-use crate::puzzles::Encoded;
-use crate::run::SideCondition;
+use crate::puzzles::{side_condition, Encoded};
 use crate::xcc::dlx_format;
 
 /// Most solutions a SolvePuzzle call may ask for.
@@ -53,7 +52,6 @@ impl PuzzleApi {
     ) -> Result<Arc<Job>, Status> {
         let (encoded, puzzle) = encoded;
         let engine = convert::engine(engine, encoded.problem(), self.pool.run_memory_limit())?;
-        let condition: Arc<dyn SideCondition> = encoded.clone();
         self.pool
             .submit(
                 Arc::new(encoded.problem().clone()),
@@ -61,7 +59,7 @@ impl PuzzleApi {
                     limit,
                     max_nodes,
                     delivery,
-                    condition: condition.restricts().then_some(condition),
+                    condition: side_condition(encoded),
                     puzzle: Some(puzzle.clone()),
                     // The stream decodes its own grids (PuzzleEvents).
                     grids: None,
