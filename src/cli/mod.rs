@@ -12,6 +12,7 @@ mod bench_service;
 mod bench_set;
 mod credentials;
 mod estimate;
+mod memo;
 mod pooled;
 mod progress;
 mod puzzle;

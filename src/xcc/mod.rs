@@ -1,16 +1,19 @@
 //! The engine: problem model, Knuth's DLX text format, and two searches with
 //! splittable subtree tasks: dancing links (Algorithms X, C and M) and
-//! dancing cells (Algorithm C on sparse sets).
+//! dancing cells (Algorithm C on sparse sets), and memoized counting into ZDDs
+//! (DLX6).
 mod cells;
 pub mod dlx_format;
 pub mod estimate;
 mod links;
+pub mod memo;
 pub mod memory;
 pub mod problem;
 pub mod search;
 pub mod task;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod zdd;
 
 pub use problem::{Problem, ProblemBuilder, ProblemError};
 pub use search::{

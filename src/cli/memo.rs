@@ -1,0 +1,107 @@
+//! `xccd solve --memo`: count by memoized search (Knuth's DLX6), write the
+//! ZDD of all solutions, draw uniformly random solutions from it.
+//!
+//! A flag rather than an `--engine`: the engines list solutions and split
+//! into subtree tasks; the memoized search answers "how many?" (and "draw
+//! some at random") from one cache, on one thread, so it takes no
+//! --threads, --limit or --max-nodes.
+
+use std::io::{self, BufWriter, Write};
+use std::time::Instant;
+
+use rand::SeedableRng;
+use xccd::xcc::memo::{self, MemoConfig, MemoStats};
+use xccd::xcc::Problem;
+
+use super::credentials::search_memory_limit;
+use super::solve::{SolutionWriter, SolveArgs};
+use super::CliError;
+
+pub fn run(args: &SolveArgs, problem: &Problem) -> Result<(), CliError> {
+    if !args.count && args.zdd.is_none() && args.sample.is_none() {
+        return Err(CliError::BadInput(
+            "--memo answers --count, --zdd FILE or --sample N: add one of them".into(),
+        ));
+    }
+    if args.at.server.is_some() || args.at.threads.is_some() {
+        return Err(CliError::BadInput(
+            "--memo runs on this thread: drop --server and --threads".into(),
+        ));
+    }
+    let config = MemoConfig {
+        memory_limit: Some(search_memory_limit()?),
+        stop: None,
+    };
+    let start = Instant::now();
+    let outcome = memo::count(problem, &config).map_err(|e| match e {
+        memo::MemoError::Multiplicities => CliError::BadInput(format!("--memo: {e}")),
+        _ => CliError::Failed(format!(
+            "--memo: {e} (XCCD_MAX_SEARCH_MEMORY sets the limit)"
+        )),
+    })?;
+    let elapsed = start.elapsed();
+    let count = outcome.zdd.count();
+    if let Some(path) = &args.zdd {
+        let file = std::fs::File::create(path)
+            .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))?;
+        let mut out = BufWriter::new(file);
+        outcome
+            .zdd
+            .write_knuth(problem, &mut out)
+            .and_then(|_| out.flush())
+            .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))?;
+    }
+    let stdout = io::stdout();
+    let mut writer = SolutionWriter::new(problem, BufWriter::new(stdout.lock()), args.format, true);
+    let mut written: io::Result<()> = Ok(());
+    if let Some(n) = args.sample {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
+        for _ in 0..n {
+            let Some(mut solution) = outcome.zdd.sample(&mut rng) else {
+                if outcome.zdd.count_u128().is_none() {
+                    return Err(CliError::Failed(
+                        "--sample: more than 2^128 solutions, too many to draw from".into(),
+                    ));
+                }
+                break; // no solution at all
+            };
+            solution.sort_unstable();
+            written = writer.write(&solution);
+            if written.is_err() {
+                break;
+            }
+        }
+    }
+    if args.count && written.is_ok() {
+        written = writeln!(writer.out, "{count}");
+    }
+    match written.and_then(|_| writer.out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+        Err(e) => return Err(CliError::Failed(format!("cannot write output: {e}"))),
+        Ok(()) => {}
+    }
+    if !args.quiet {
+        eprintln!(
+            "{}",
+            altogether(&count.to_string(), &outcome.stats, elapsed)
+        );
+    }
+    Ok(())
+}
+
+/// DLX6's closing line, in xccd's words.
+pub fn altogether(count: &str, stats: &MemoStats, elapsed: std::time::Duration) -> String {
+    let plural = if count == "1" { "" } else { "s" };
+    let (failed, good) = stats.knuth_signatures();
+    format!(
+        "Altogether {count} solution{plural}, {} updates, {} cleansings, {} nodes, \
+         {} ZDD nodes, {failed}+{good} signatures, {} hits, {} bytes, {:.3} s.",
+        stats.updates,
+        stats.cleansings,
+        stats.nodes,
+        stats.knuth_zdd_nodes(),
+        stats.hits,
+        stats.memory_bytes,
+        elapsed.as_secs_f64()
+    )
+}

@@ -1,0 +1,836 @@
+//! Memoized counting (Knuth's DLX6): Algorithms X and C on dancing links
+//! that remember, for every state of the search they have finished, the ZDD
+//! of all its solutions, so that a state met again costs one lookup.
+//!
+//! The search follows DLX6 step for step, so that on the same input it
+//! visits the same nodes, makes the same updates and cleansings, caches the
+//! same signatures and builds the same ZDD (bench/dlx6-reference.tsv):
+//!
+//! - The item choice is DLX2's: the active primary item with the shortest
+//!   list, the leftmost among ties; the scan stops at a list of length 0.
+//! - Covering differs from DLX2's in one way: a node of a purified
+//!   secondary item is not unlinked, but its item's length still drops, and a
+//!   secondary item whose length drops to 0 leaves the active secondary list.
+//!   A state is then exactly its active items: the uncovered primary items and
+//!   the secondary items still used by some live option, each with its color
+//!   (or none) if purified. That set is the state's *signature*: two nodes
+//!   with equal signatures have equal subtrees (Nishino et al., "Dancing with
+//!   decision diagrams", AAAI 2017; Knuth added colors).
+//! - Every node looks its signature up before branching. A hit takes the
+//!   cached ZDD node (0 when that state had no solution) and backs up; a miss
+//!   enters the signature and, when the node's last alternative is done,
+//!   stores its ZDD node there.
+//! - ZDD nodes are made on the way back up: after an option whose subtree had
+//!   solutions, a node "option, else the alternatives before it" (DLX6's
+//!   `(~option?lo:hi)`), so each level chains its successful alternatives.
+//!
+//! Counts come from the ZDD (a node counts its two branches' solutions), in
+//! 128 bits; beyond that the ZDD is counted again with big integers
+//! ([`super::zdd::Zdd::count`]).
+//!
+//! What memoizing cannot see: a side condition a visitor checks on whole
+//! solutions (hitori's connectivity, one slitherlink loop) is not part of
+//! the state, so two equal signatures may differ in it. Such problems must
+//! not be counted here ([`super::zdd`]'s samples can still be filtered).
+//!
+//! The cache grows with the search; [`MemoConfig::memory_limit`] bounds it
+//! and the ZDD together, and reaching the bound stops the search with
+//! [`MemoError::OutOfMemory`] (a count cut short would be wrong, so there is
+//! no partial answer).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use super::problem::Problem;
+use super::zdd::{Zdd, ZddBuilder};
+
+/// Limits and controls of a memoized count.
+#[derive(Debug, Clone, Default)]
+pub struct MemoConfig {
+    /// The most bytes the cache and the ZDD may take together.
+    pub memory_limit: Option<u64>,
+    /// Set from elsewhere to stop the search within a few thousand nodes.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+/// Counters of a memoized search, DLX6's figures.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MemoStats {
+    /// Search-tree nodes, a solution counted as a node (as DLX6 does).
+    pub nodes: u64,
+    pub updates: u64,
+    pub cleansings: u64,
+    /// Nodes whose signature was in the cache, plus solutions (DLX6 counts a
+    /// solution as a hit one level down, after Algorithm 7.2.2.1Z).
+    pub hits: u64,
+    /// Signatures cached whose states had no solution.
+    pub failed_signatures: u64,
+    /// Signatures cached whose states had solutions.
+    pub good_signatures: u64,
+    /// ZDD nodes made (the two sinks not included).
+    pub zdd_nodes: u64,
+    /// Deepest level reached.
+    pub max_level: usize,
+    /// Peak bytes of the cache and the ZDD.
+    pub memory_bytes: u64,
+}
+
+impl MemoStats {
+    /// The ZDD size DLX6 prints: its nodes with the two sinks, or 1 when
+    /// there is no solution.
+    pub fn knuth_zdd_nodes(&self) -> u64 {
+        if self.zdd_nodes == 0 {
+            1
+        } else {
+            self.zdd_nodes + 2
+        }
+    }
+
+    /// The signature count DLX6 prints as `failed+good`: it adds one good
+    /// one, "because the book says the all-zero signature is in the cache".
+    pub fn knuth_signatures(&self) -> (u64, u64) {
+        (self.failed_signatures, self.good_signatures + 1)
+    }
+}
+
+/// What a memoized count found.
+#[derive(Debug, Clone)]
+pub struct MemoOutcome {
+    pub stats: MemoStats,
+    /// All solutions: the ZDD's variables are input option indices.
+    pub zdd: Zdd,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MemoError {
+    #[error("memoized counting does not handle multiplicities (items with bounds other than 1, as in DLX3): count this problem without memoizing")]
+    Multiplicities,
+    #[error("the memo cache and the ZDD need more than {limit} bytes (the memory limit) after {nodes} search nodes: raise the limit or count without memoizing")]
+    OutOfMemory { limit: u64, nodes: u64 },
+    #[error("the memoized count was stopped after {nodes} search nodes")]
+    Stopped { nodes: u64 },
+}
+
+/// Counts all solutions of `problem` and builds their ZDD, as DLX6 does.
+pub fn count(problem: &Problem, config: &MemoConfig) -> Result<MemoOutcome, MemoError> {
+    if problem.has_multiplicities() {
+        return Err(MemoError::Multiplicities);
+    }
+    let mut search = Memo::new(problem);
+    search.run(config)?;
+    let zdd = search.zdd.finish(search.root);
+    Ok(MemoOutcome {
+        stats: search.stats,
+        zdd,
+    })
+}
+
+/// One node of DLX6's links: an item-list node, an item's header (`itm`
+/// then holds the list's length, `color` the color it is purified to), or a
+/// spacer between options (`itm <= 0`; `up` is the first node of the option
+/// before it, `down` the last node of the option after it).
+#[derive(Debug, Clone, Copy, Default)]
+struct Node {
+    up: u32,
+    down: u32,
+    itm: i32,
+    /// The item-local color (1, 2, ...; 0 for none), -1 once cleansed.
+    color: i32,
+}
+
+/// Where an item's state goes in a signature: bits at `shift` of word
+/// `word`, and the random numbers its states add to the hash.
+#[derive(Debug, Clone, Copy, Default)]
+struct SigPlace {
+    word: u32,
+    shift: u32,
+    /// Index of the item's first state in `Memo::sig_hash`.
+    hash: u32,
+}
+
+/// Slots of the hash table hold an entry's index plus one (0: empty).
+struct Memo {
+    nd: Vec<Node>,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    place: Vec<SigPlace>,
+    sig_hash: Vec<u64>,
+    /// Input option index of each node (spacers: u32::MAX).
+    node_option: Vec<u32>,
+    second: u32,
+    last_itm: u32,
+    /// Words per signature.
+    words: usize,
+    /// The signature being built.
+    scratch: Vec<u64>,
+    /// Cached signatures, `words` words each.
+    keys: Vec<u64>,
+    /// Per entry: its hash and the ZDD node of its state's solutions.
+    entry_hash: Vec<u64>,
+    entry_zdd: Vec<u32>,
+    table: Vec<u32>,
+    zdd: ZddBuilder,
+    root: u32,
+    stats: MemoStats,
+}
+
+const ROOT: u32 = 0;
+
+impl Memo {
+    fn new(problem: &Problem) -> Memo {
+        let items = problem.items();
+        let n = items.len();
+        let mut engine_item = vec![0u32; n];
+        let mut k = 1u32;
+        for (i, item) in items.iter().enumerate() {
+            if item.is_primary() {
+                engine_item[i] = k;
+                k += 1;
+            }
+        }
+        let second = k;
+        for (i, item) in items.iter().enumerate() {
+            if !item.is_primary() {
+                engine_item[i] = k;
+                k += 1;
+            }
+        }
+        let last_itm = n as u32 + 1;
+        let mut prev = vec![0u32; n + 2];
+        let mut next = vec![0u32; n + 2];
+        let ring = |prev: &mut Vec<u32>, next: &mut Vec<u32>, head: u32, lo: u32, hi: u32| {
+            let mut last = head;
+            for i in lo..hi {
+                next[last as usize] = i;
+                prev[i as usize] = last;
+                last = i;
+            }
+            next[last as usize] = head;
+            prev[head as usize] = last;
+        };
+        ring(&mut prev, &mut next, ROOT, 1, second);
+        ring(&mut prev, &mut next, last_itm, second, last_itm);
+
+        let kept: Vec<usize> = (0..problem.options().len())
+            .filter(|&o| !problem.is_dropped(o))
+            .collect();
+        let total = last_itm as usize
+            + 1
+            + kept
+                .iter()
+                .map(|&o| problem.options()[o].len() + 1)
+                .sum::<usize>();
+        let mut nd = vec![Node::default(); total];
+        let mut node_option = vec![u32::MAX; total];
+        for (i, header) in nd.iter_mut().enumerate().take(n + 1).skip(1) {
+            header.up = i as u32;
+            header.down = i as u32;
+        }
+        let mut last = last_itm as usize;
+        let mut spacers = 0i32;
+        for &index in &kept {
+            let spacer_before = last;
+            for entry in &problem.options()[index] {
+                last += 1;
+                let item = engine_item[entry.item] as usize;
+                let bottom = nd[item].up as usize;
+                nd[last] = Node {
+                    up: bottom as u32,
+                    down: item as u32,
+                    itm: item as i32,
+                    color: entry.color.map_or(0, |c| c as i32 + 1),
+                };
+                nd[bottom].down = last as u32;
+                nd[item].up = last as u32;
+                nd[item].itm += 1;
+                node_option[last] = index as u32;
+            }
+            nd[spacer_before].down = last as u32;
+            last += 1;
+            spacers += 1;
+            nd[last] = Node {
+                up: spacer_before as u32 + 1,
+                down: 0,
+                itm: -spacers,
+                color: 0,
+            };
+        }
+        debug_assert_eq!(last + 1, total);
+
+        let mut memo = Memo {
+            nd,
+            prev,
+            next,
+            place: vec![SigPlace::default(); n + 2],
+            sig_hash: Vec::new(),
+            node_option,
+            second,
+            last_itm,
+            words: 0,
+            scratch: Vec::new(),
+            keys: Vec::new(),
+            entry_hash: Vec::new(),
+            entry_zdd: Vec::new(),
+            table: vec![0; 1024],
+            zdd: ZddBuilder::new(),
+            root: 0,
+            stats: MemoStats::default(),
+        };
+        memo.prepare_signatures();
+        memo
+    }
+
+    /// DLX6's "Initialize the memo cache": signature places from the last
+    /// item down (the earliest items are covered first, so the states that
+    /// repeat differ in the last words), unused secondary items out of the
+    /// active list, and each secondary item's colors renumbered 1, 2, ...
+    /// with room for "not purified" and each color.
+    fn prepare_signatures(&mut self) {
+        let mut rng = SplitMix(0x9e37_79b9_7f4a_7c15);
+        let (mut word, mut bit) = (0u32, 0u32);
+        for k in (1..self.last_itm).rev() {
+            if k < self.second {
+                if bit == 64 {
+                    word += 1;
+                    bit = 0;
+                }
+                self.place[k as usize] = SigPlace {
+                    word,
+                    shift: bit,
+                    hash: self.sig_hash.len() as u32,
+                };
+                self.sig_hash.push(rng.next());
+                bit += 1;
+                continue;
+            }
+            if self.nd[k as usize].down == k {
+                let (l, r) = (self.prev[k as usize], self.next[k as usize]);
+                self.next[l as usize] = r;
+                self.prev[r as usize] = l;
+                continue;
+            }
+            self.nd[k as usize].color = 0;
+            let mut local: Vec<i32> = Vec::new();
+            let mut p = self.nd[k as usize].down;
+            while p != k {
+                let c = self.nd[p as usize].color;
+                if c != 0 {
+                    let at = match local.iter().position(|&x| x == c) {
+                        Some(at) => at,
+                        None => {
+                            local.push(c);
+                            local.len() - 1
+                        }
+                    };
+                    self.nd[p as usize].color = at as i32 + 1;
+                }
+                p = self.nd[p as usize].down;
+            }
+            let states = local.len() as u32 + 1;
+            let width = 32 - states.leading_zeros();
+            if bit + width > 64 {
+                word += 1;
+                bit = 0;
+            }
+            self.place[k as usize] = SigPlace {
+                word,
+                shift: bit,
+                hash: self.sig_hash.len() as u32,
+            };
+            for _ in 0..states {
+                self.sig_hash.push(rng.next());
+            }
+            bit += width;
+        }
+        self.words = word as usize + 1;
+        self.scratch = vec![0; self.words];
+    }
+
+    fn bytes(&self) -> u64 {
+        (self.keys.len() * 8 + self.entry_hash.len() * 12 + self.table.len() * 4) as u64
+            + self.zdd.bytes()
+    }
+
+    fn check_memory(&mut self, config: &MemoConfig) -> Result<(), MemoError> {
+        let bytes = self.bytes();
+        self.stats.memory_bytes = self.stats.memory_bytes.max(bytes);
+        match config.memory_limit {
+            Some(limit) if bytes > limit => Err(MemoError::OutOfMemory {
+                limit,
+                nodes: self.stats.nodes,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Builds the current state's signature in `scratch` and looks it up:
+    /// `Ok(entry)` for a hit, `Err(entry)` for a new entry made for it.
+    fn lookup(&mut self) -> Result<u32, u32> {
+        self.scratch.fill(0);
+        let mut hash = 0u64;
+        let mut k = self.prev[self.last_itm as usize];
+        while k != self.last_itm {
+            let len = self.nd[k as usize].itm;
+            if len != 0 {
+                let place = self.place[k as usize];
+                let state = self.nd[k as usize].color as u32;
+                hash = hash.wrapping_add(self.sig_hash[(place.hash + state) as usize]);
+                self.scratch[place.word as usize] |= u64::from(state + 1) << place.shift;
+            }
+            k = self.prev[k as usize];
+        }
+        let mut k = self.prev[ROOT as usize];
+        while k != ROOT {
+            let place = self.place[k as usize];
+            hash = hash.wrapping_add(self.sig_hash[place.hash as usize]);
+            self.scratch[place.word as usize] |= 1u64 << place.shift;
+            k = self.prev[k as usize];
+        }
+        let mask = self.table.len() - 1;
+        let mut slot = (hash ^ (hash >> 29)) as usize & mask;
+        loop {
+            let e = self.table[slot];
+            if e == 0 {
+                break;
+            }
+            let entry = (e - 1) as usize;
+            if self.entry_hash[entry] == hash
+                && self.keys[entry * self.words..(entry + 1) * self.words] == self.scratch[..]
+            {
+                return Ok(entry as u32);
+            }
+            slot = (slot + 1) & mask;
+        }
+        let entry = self.entry_hash.len() as u32;
+        self.table[slot] = entry + 1;
+        self.entry_hash.push(hash);
+        self.entry_zdd.push(0);
+        self.keys.extend_from_slice(&self.scratch);
+        if self.entry_hash.len() * 2 > self.table.len() {
+            self.grow_table();
+        }
+        Err(entry)
+    }
+
+    fn grow_table(&mut self) {
+        let size = self.table.len() * 2;
+        let mask = size - 1;
+        let mut table = vec![0u32; size];
+        for (entry, &hash) in self.entry_hash.iter().enumerate() {
+            let mut slot = (hash ^ (hash >> 29)) as usize & mask;
+            while table[slot] != 0 {
+                slot = (slot + 1) & mask;
+            }
+            table[slot] = entry as u32 + 1;
+        }
+        self.table = table;
+    }
+
+    /// DLX6's `cover`: hides the options of `c`'s list; a secondary item
+    /// whose length reaches 0 leaves the active list.
+    fn cover(&mut self, c: u32) {
+        let (l, r) = (self.prev[c as usize], self.next[c as usize]);
+        self.next[l as usize] = r;
+        self.prev[r as usize] = l;
+        self.stats.updates += 1;
+        let mut rr = self.nd[c as usize].down;
+        while rr >= self.last_itm {
+            self.hide(rr);
+            rr = self.nd[rr as usize].down;
+        }
+    }
+
+    /// Hides the option of node `rr` from every list but `rr`'s own.
+    #[inline]
+    fn hide(&mut self, rr: u32) {
+        let mut nn = rr + 1;
+        while nn != rr {
+            let node = self.nd[nn as usize];
+            if node.itm <= 0 {
+                nn = node.up;
+                continue;
+            }
+            if node.color >= 0 {
+                self.nd[node.up as usize].down = node.down;
+                self.nd[node.down as usize].up = node.up;
+            }
+            self.stats.updates += 1;
+            let cc = node.itm as u32;
+            let t = self.nd[cc as usize].itm - 1;
+            self.nd[cc as usize].itm = t;
+            if t == 0 && cc >= self.second {
+                let (l, r) = (self.prev[cc as usize], self.next[cc as usize]);
+                self.next[l as usize] = r;
+                self.prev[r as usize] = l;
+            }
+            nn += 1;
+        }
+    }
+
+    fn uncover(&mut self, c: u32) {
+        let mut rr = self.nd[c as usize].up;
+        while rr >= self.last_itm {
+            self.unhide(rr);
+            rr = self.nd[rr as usize].up;
+        }
+        let (l, r) = (self.prev[c as usize], self.next[c as usize]);
+        self.next[l as usize] = c;
+        self.prev[r as usize] = c;
+    }
+
+    #[inline]
+    fn unhide(&mut self, rr: u32) {
+        let mut nn = rr - 1;
+        while nn != rr {
+            let node = self.nd[nn as usize];
+            if node.itm <= 0 {
+                nn = node.down;
+                continue;
+            }
+            if node.color >= 0 {
+                self.nd[node.up as usize].down = nn;
+                self.nd[node.down as usize].up = nn;
+            }
+            let cc = node.itm as u32;
+            let t = self.nd[cc as usize].itm + 1;
+            self.nd[cc as usize].itm = t;
+            if t == 1 && cc >= self.second {
+                let (l, r) = (self.prev[cc as usize], self.next[cc as usize]);
+                self.next[l as usize] = cc;
+                self.prev[r as usize] = cc;
+            }
+            nn -= 1;
+        }
+    }
+
+    /// DLX6's `purify`: hides the options that give `p`'s item another
+    /// color, marks those that agree (color -1), and keeps in the header the
+    /// color and the count of live options (-1 when none is left: the item
+    /// then leaves the active list, and the -1 tells `unpurify` so).
+    fn purify(&mut self, p: u32) {
+        let cc = self.nd[p as usize].itm as u32;
+        let x = self.nd[p as usize].color;
+        self.nd[cc as usize].color = x;
+        let mut tt = self.nd[cc as usize].itm;
+        self.stats.cleansings += 1;
+        let mut rr = self.nd[cc as usize].down;
+        while rr >= self.last_itm {
+            if self.nd[rr as usize].color != x {
+                tt -= 1;
+                self.hide(rr);
+            } else {
+                self.stats.cleansings += 1;
+                self.nd[rr as usize].color = -1;
+            }
+            rr = self.nd[rr as usize].down;
+        }
+        if tt > 0 {
+            self.nd[cc as usize].itm = tt;
+        } else {
+            self.nd[cc as usize].itm = -1;
+            let (l, r) = (self.prev[cc as usize], self.next[cc as usize]);
+            self.next[l as usize] = r;
+            self.prev[r as usize] = l;
+        }
+    }
+
+    fn unpurify(&mut self, p: u32) {
+        let cc = self.nd[p as usize].itm as u32;
+        let x = self.nd[p as usize].color;
+        self.nd[cc as usize].color = 0;
+        let mut tt = self.nd[cc as usize].itm;
+        if tt < 0 {
+            tt = 0;
+            let (l, r) = (self.prev[cc as usize], self.next[cc as usize]);
+            self.next[l as usize] = cc;
+            self.prev[r as usize] = cc;
+        }
+        let mut rr = self.nd[cc as usize].up;
+        while rr >= self.last_itm {
+            if self.nd[rr as usize].color < 0 {
+                self.nd[rr as usize].color = x;
+            } else {
+                tt += 1;
+                self.unhide(rr);
+            }
+            rr = self.nd[rr as usize].up;
+        }
+        self.nd[cc as usize].itm = tt;
+    }
+
+    /// Covers or purifies the other items of `cur`'s option, left to right.
+    /// A secondary item whose list emptied (by the branching item's cover or
+    /// an earlier item of this option) is left alone: it is gone already.
+    fn commit_others(&mut self, cur: u32) {
+        let mut pp = cur + 1;
+        while pp != cur {
+            let node = self.nd[pp as usize];
+            if node.itm <= 0 {
+                pp = node.up;
+                continue;
+            }
+            let cc = node.itm as u32;
+            if cc < self.second || self.nd[cc as usize].itm != 0 {
+                if node.color == 0 {
+                    self.cover(cc);
+                } else if node.color > 0 {
+                    self.purify(pp);
+                }
+            }
+            pp += 1;
+        }
+    }
+
+    /// Undoes [`Self::commit_others`] right to left.
+    fn uncommit_others(&mut self, cur: u32) {
+        let mut pp = cur - 1;
+        while pp != cur {
+            let node = self.nd[pp as usize];
+            if node.itm <= 0 {
+                pp = node.down;
+                continue;
+            }
+            let cc = node.itm as u32;
+            if cc < self.second || self.nd[cc as usize].itm != 0 {
+                if node.color == 0 {
+                    self.uncover(cc);
+                } else if node.color > 0 {
+                    self.unpurify(pp);
+                }
+            }
+            pp -= 1;
+        }
+    }
+
+    /// DLX2's choice: the shortest list among the active primary items, the
+    /// leftmost of ties, the scan ending at an empty list.
+    fn best_item(&self) -> u32 {
+        let mut best = ROOT;
+        let mut t = i32::MAX;
+        let mut k = self.next[ROOT as usize];
+        while t != 0 && k != ROOT {
+            let len = self.nd[k as usize].itm;
+            if len < t {
+                best = k;
+                t = len;
+            }
+            k = self.next[k as usize];
+        }
+        best
+    }
+
+    /// DLX6's "Solve the problem", its gotos as states.
+    fn run(&mut self, config: &MemoConfig) -> Result<(), MemoError> {
+        if self.next[ROOT as usize] == ROOT {
+            // No primary item: the empty set is the one solution.
+            self.stats.nodes = 1;
+            self.root = 1;
+            return Ok(());
+        }
+        let depth = (self.second as usize) + 1;
+        let mut choice = vec![0u32; depth];
+        let mut saved_zdd = vec![0u32; depth];
+        let mut entry_at = vec![0u32; depth];
+        let mut level = 0usize;
+        let mut znode = 0u32;
+        enum Step {
+            Forward,
+            Advance,
+            Backup,
+            Backdown,
+        }
+        let mut step = Step::Forward;
+        loop {
+            match step {
+                Step::Forward => {
+                    self.stats.nodes += 1;
+                    if self.stats.nodes & 4095 == 0 {
+                        if config
+                            .stop
+                            .as_ref()
+                            .is_some_and(|s| s.load(Ordering::Relaxed))
+                        {
+                            return Err(MemoError::Stopped {
+                                nodes: self.stats.nodes,
+                            });
+                        }
+                        self.check_memory(config)?;
+                    }
+                    match self.lookup() {
+                        Ok(entry) => {
+                            znode = self.entry_zdd[entry as usize];
+                            self.stats.hits += 1;
+                            step = Step::Backdown;
+                            continue;
+                        }
+                        Err(entry) => entry_at[level] = entry,
+                    }
+                    znode = 0;
+                    let best = self.best_item();
+                    self.cover(best);
+                    choice[level] = self.nd[best as usize].down;
+                    step = Step::Advance;
+                }
+                Step::Advance => {
+                    let cur = choice[level];
+                    if cur < self.last_itm {
+                        // Back at the header: `cur` is the branching item.
+                        step = Step::Backup;
+                        continue;
+                    }
+                    self.commit_others(cur);
+                    if self.next[ROOT as usize] == ROOT {
+                        self.stats.nodes += 1;
+                        self.stats.hits += 1;
+                        self.stats.max_level = self.stats.max_level.max(level + 1);
+                        self.recover(level, &mut choice, &mut znode, 1);
+                        continue;
+                    }
+                    saved_zdd[level] = znode;
+                    level += 1;
+                    self.stats.max_level = self.stats.max_level.max(level);
+                    step = Step::Forward;
+                }
+                Step::Backup => {
+                    self.uncover(choice[level]);
+                    if znode != 0 {
+                        self.entry_zdd[entry_at[level] as usize] = znode;
+                        self.stats.good_signatures += 1;
+                    } else {
+                        self.stats.failed_signatures += 1;
+                    }
+                    step = Step::Backdown;
+                }
+                Step::Backdown => {
+                    if level == 0 {
+                        self.root = znode;
+                        self.stats.zdd_nodes = self.zdd.len() as u64;
+                        self.check_memory(config)?;
+                        return Ok(());
+                    }
+                    level -= 1;
+                    let zsol = znode;
+                    znode = saved_zdd[level];
+                    self.recover(level, &mut choice, &mut znode, zsol);
+                    step = Step::Advance;
+                }
+            }
+        }
+    }
+
+    /// DLX6's `recover`: undoes the option at `level`, makes its ZDD node if
+    /// its subtree had solutions (`zsol != 0`), and moves to the next
+    /// alternative.
+    fn recover(&mut self, level: usize, choice: &mut [u32], znode: &mut u32, zsol: u32) {
+        let cur = choice[level];
+        self.uncommit_others(cur);
+        if zsol != 0 {
+            let option = self.node_option[cur as usize];
+            *znode = self.zdd.node(option, *znode, zsol);
+        }
+        choice[level] = self.nd[cur as usize].down;
+    }
+}
+
+/// A small deterministic generator for the signature hash (the hash only
+/// needs to spread signatures; equal ones are compared word for word).
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::xcc::dlx_format::parse;
+    use crate::xcc::{Collect, RunConfig, Solver, Task};
+
+    fn all_solutions(problem: &Problem) -> Vec<Vec<usize>> {
+        let mut collect = Collect::default();
+        Solver::new(problem)
+            .run(&Task::root(), &RunConfig::default(), &mut collect)
+            .unwrap();
+        let mut all = collect.solutions;
+        for s in &mut all {
+            s.sort_unstable();
+        }
+        all.sort();
+        all
+    }
+
+    fn zdd_solutions(problem: &Problem) -> Vec<Vec<usize>> {
+        let out = count(problem, &MemoConfig::default()).unwrap();
+        let mut all = out.zdd.solutions(1 << 20);
+        for s in &mut all {
+            s.sort_unstable();
+        }
+        all.sort();
+        all
+    }
+
+    #[test]
+    fn the_zdd_holds_exactly_the_solutions() {
+        for text in [
+            "a b c\na b\nb c\nc\na\nb\n",
+            "p q r | x y\np x:1\nq x:1 y:2\nr y:2\np q x:2\nr\nq y:1\np\n",
+            "a b | s\na s\nb s\na\nb\n",
+            "a b | s\na s:1\nb s:1\nb s:2\n",
+        ] {
+            let problem = parse(text).unwrap();
+            assert_eq!(zdd_solutions(&problem), all_solutions(&problem), "{text}");
+        }
+    }
+
+    #[test]
+    fn multiplicities_are_refused() {
+        let problem = parse("2:3|a b\na\nb\n").unwrap();
+        assert_eq!(
+            count(&problem, &MemoConfig::default()).unwrap_err(),
+            MemoError::Multiplicities
+        );
+    }
+
+    #[test]
+    fn a_tiny_memory_limit_stops_with_a_clear_error() {
+        let text: String = {
+            let mut t = String::new();
+            let n = 8;
+            for r in 0..n {
+                for c in 0..n {
+                    t.push_str(&format!("c{r}_{c} "));
+                }
+            }
+            t.push('\n');
+            for r in 0..n {
+                for c in 0..n {
+                    if c + 1 < n {
+                        t.push_str(&format!("c{r}_{c} c{r}_{}\n", c + 1));
+                    }
+                    if r + 1 < n {
+                        t.push_str(&format!("c{r}_{c} c{}_{c}\n", r + 1));
+                    }
+                }
+            }
+            t
+        };
+        let problem = parse(&text).unwrap();
+        let config = MemoConfig {
+            memory_limit: Some(10_000),
+            stop: None,
+        };
+        assert!(matches!(
+            count(&problem, &config),
+            Err(MemoError::OutOfMemory { limit: 10_000, .. })
+        ));
+        let out = count(&problem, &MemoConfig::default()).unwrap();
+        assert_eq!(out.zdd.count().to_string(), "12988816");
+        assert_eq!(out.stats.nodes, 2317);
+    }
+}
