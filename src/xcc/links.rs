@@ -20,6 +20,61 @@
 
 use super::problem::Problem;
 
+/// Knuth's numbering of a problem's items and their active lists, shared by
+/// every dancing-links search (DLX2/DLX3 here, DLX6 in `memo`): items
+/// 1..=N, primary ones first, each kind in input order; the primary items
+/// in a ring through the root 0, the secondary ones through the head N+1.
+pub(super) struct ItemLists {
+    /// The engine's number of each input item.
+    pub engine_item: Vec<u32>,
+    /// The first secondary item's number.
+    pub second: u32,
+    /// N + 1: the secondary ring's head, and the first spacer node.
+    pub last_itm: u32,
+    pub prev: Vec<u32>,
+    pub next: Vec<u32>,
+}
+
+impl ItemLists {
+    pub fn new(problem: &Problem) -> ItemLists {
+        let items = problem.items();
+        let n = items.len();
+        let mut engine_item = vec![0u32; n];
+        let mut k = 1u32;
+        for primary in [true, false] {
+            for (i, item) in items.iter().enumerate() {
+                if item.is_primary() == primary {
+                    engine_item[i] = k;
+                    k += 1;
+                }
+            }
+        }
+        let second = 1 + items.iter().filter(|i| i.is_primary()).count() as u32;
+        let last_itm = n as u32 + 1;
+        let mut prev = vec![0u32; n + 2];
+        let mut next = vec![0u32; n + 2];
+        let mut ring = |head: u32, lo: u32, hi: u32| {
+            let mut last = head;
+            for i in lo..hi {
+                next[last as usize] = i;
+                prev[i as usize] = last;
+                last = i;
+            }
+            next[last as usize] = head;
+            prev[head as usize] = last;
+        };
+        ring(ROOT, 1, second);
+        ring(last_itm, second, last_itm);
+        ItemLists {
+            engine_item,
+            second,
+            last_itm,
+            prev,
+            next,
+        }
+    }
+}
+
 /// A node of the dancing-links arrays: `up` and `down` link it in its item's
 /// list; `top` is the item number for an option node, the list length for a
 /// header, and <= 0 for a spacer; `color` as described above.
@@ -195,42 +250,22 @@ impl<N: NodeRepr> Links<N> {
     pub fn new(problem: &Problem) -> Links<N> {
         let items = problem.items();
         let n = items.len();
-        let mut engine_item = vec![0u32; n];
+        let ItemLists {
+            engine_item,
+            second,
+            last_itm,
+            prev,
+            next,
+        } = ItemLists::new(problem);
         let mut bound = vec![0i32; n + 2];
         let mut slack = vec![0i32; n + 2];
-        let mut k = 1u32;
         for (i, item) in items.iter().enumerate() {
             if let super::problem::ItemKind::Primary { min, max } = item.kind {
-                engine_item[i] = k;
-                bound[k as usize] = max as i32;
-                slack[k as usize] = (max - min) as i32;
-                k += 1;
+                let k = engine_item[i] as usize;
+                bound[k] = max as i32;
+                slack[k] = (max - min) as i32;
             }
         }
-        let second = k;
-        for (i, item) in items.iter().enumerate() {
-            if !item.is_primary() {
-                engine_item[i] = k;
-                k += 1;
-            }
-        }
-        let last_itm = n as u32 + 1;
-        // Active lists: primaries 1..second-1 through the root, secondaries
-        // second..=n through last_itm.
-        let mut prev = vec![0u32; n + 2];
-        let mut next = vec![0u32; n + 2];
-        let link_ring = |prev: &mut Vec<u32>, next: &mut Vec<u32>, head: u32, lo: u32, hi: u32| {
-            let mut last = head;
-            for i in lo..hi {
-                next[last as usize] = i;
-                prev[i as usize] = last;
-                last = i;
-            }
-            next[last as usize] = head;
-            prev[head as usize] = last;
-        };
-        link_ring(&mut prev, &mut next, ROOT, 1, second);
-        link_ring(&mut prev, &mut next, last_itm, second, last_itm);
 
         let total = node_count(problem);
         debug_assert!(N::fits(total, n, problem.colors().len()));

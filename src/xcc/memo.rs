@@ -41,6 +41,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use super::estimate::SplitMix64;
+use super::links::{ItemLists, ROOT};
 use super::problem::Problem;
 use super::zdd::{Zdd, ZddBuilder};
 
@@ -174,43 +176,16 @@ struct Memo {
     stats: MemoStats,
 }
 
-const ROOT: u32 = 0;
-
 impl Memo {
     fn new(problem: &Problem) -> Memo {
-        let items = problem.items();
-        let n = items.len();
-        let mut engine_item = vec![0u32; n];
-        let mut k = 1u32;
-        for (i, item) in items.iter().enumerate() {
-            if item.is_primary() {
-                engine_item[i] = k;
-                k += 1;
-            }
-        }
-        let second = k;
-        for (i, item) in items.iter().enumerate() {
-            if !item.is_primary() {
-                engine_item[i] = k;
-                k += 1;
-            }
-        }
-        let last_itm = n as u32 + 1;
-        let mut prev = vec![0u32; n + 2];
-        let mut next = vec![0u32; n + 2];
-        let ring = |prev: &mut Vec<u32>, next: &mut Vec<u32>, head: u32, lo: u32, hi: u32| {
-            let mut last = head;
-            for i in lo..hi {
-                next[last as usize] = i;
-                prev[i as usize] = last;
-                last = i;
-            }
-            next[last as usize] = head;
-            prev[head as usize] = last;
-        };
-        ring(&mut prev, &mut next, ROOT, 1, second);
-        ring(&mut prev, &mut next, last_itm, second, last_itm);
-
+        let n = problem.items().len();
+        let ItemLists {
+            engine_item,
+            second,
+            last_itm,
+            prev,
+            next,
+        } = ItemLists::new(problem);
         let kept: Vec<usize> = (0..problem.options().len())
             .filter(|&o| !problem.is_dropped(o))
             .collect();
@@ -286,7 +261,7 @@ impl Memo {
     /// active list, and each secondary item's colors renumbered 1, 2, ...
     /// with room for "not purified" and each color.
     fn prepare_signatures(&mut self) {
-        let mut rng = SplitMix(0x9e37_79b9_7f4a_7c15);
+        let mut rng = SplitMix64::new(0x9e37_79b9_7f4a_7c15);
         let (mut word, mut bit) = (0u32, 0u32);
         for k in (1..self.last_itm).rev() {
             if k < self.second {
@@ -299,7 +274,7 @@ impl Memo {
                     shift: bit,
                     hash: self.sig_hash.len() as u32,
                 };
-                self.sig_hash.push(rng.next());
+                self.sig_hash.push(rng.next_u64());
                 bit += 1;
                 continue;
             }
@@ -338,7 +313,7 @@ impl Memo {
                 hash: self.sig_hash.len() as u32,
             };
             for _ in 0..states {
-                self.sig_hash.push(rng.next());
+                self.sig_hash.push(rng.next_u64());
             }
             bit += width;
         }
@@ -351,8 +326,10 @@ impl Memo {
             + self.zdd.bytes()
     }
 
-    fn check_memory(&mut self, config: &MemoConfig) -> Result<(), MemoError> {
-        let bytes = self.bytes();
+    /// Fails when the cache and the ZDD, with `extra` bytes more, would pass
+    /// the limit.
+    fn check_memory(&mut self, config: &MemoConfig, extra: u64) -> Result<(), MemoError> {
+        let bytes = self.bytes() + extra;
         self.stats.memory_bytes = self.stats.memory_bytes.max(bytes);
         match config.memory_limit {
             Some(limit) if bytes > limit => Err(MemoError::OutOfMemory {
@@ -406,10 +383,18 @@ impl Memo {
         self.entry_hash.push(hash);
         self.entry_zdd.push(0);
         self.keys.extend_from_slice(&self.scratch);
-        if self.entry_hash.len() * 2 > self.table.len() {
-            self.grow_table();
-        }
         Err(entry)
+    }
+
+    /// Doubles the hash table once it is half full, the new table charged
+    /// against the limit before it is allocated.
+    fn grow_table_if_half_full(&mut self, config: &MemoConfig) -> Result<(), MemoError> {
+        if self.entry_hash.len() * 2 <= self.table.len() {
+            return Ok(());
+        }
+        self.check_memory(config, self.table.len() as u64 * 8)?;
+        self.grow_table();
+        Ok(())
     }
 
     fn grow_table(&mut self) {
@@ -654,7 +639,7 @@ impl Memo {
                                 nodes: self.stats.nodes,
                             });
                         }
-                        self.check_memory(config)?;
+                        self.check_memory(config, 0)?;
                     }
                     match self.lookup() {
                         Ok(entry) => {
@@ -663,7 +648,10 @@ impl Memo {
                             step = Step::Backdown;
                             continue;
                         }
-                        Err(entry) => entry_at[level] = entry,
+                        Err(entry) => {
+                            entry_at[level] = entry;
+                            self.grow_table_if_half_full(config)?;
+                        }
                     }
                     znode = 0;
                     let best = self.best_item();
@@ -705,7 +693,7 @@ impl Memo {
                     if level == 0 {
                         self.root = znode;
                         self.stats.zdd_nodes = self.zdd.len() as u64;
-                        self.check_memory(config)?;
+                        self.check_memory(config, 0)?;
                         return Ok(());
                     }
                     level -= 1;
@@ -729,20 +717,6 @@ impl Memo {
             *znode = self.zdd.node(option, *znode, zsol);
         }
         choice[level] = self.nd[cur as usize].down;
-    }
-}
-
-/// A small deterministic generator for the signature hash (the hash only
-/// needs to spread signatures; equal ones are compared word for word).
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
     }
 }
 
