@@ -10,6 +10,7 @@ mod bench_out;
 mod bench_scale;
 mod bench_service;
 mod bench_set;
+mod cheapest;
 mod credentials;
 mod estimate;
 mod memo;

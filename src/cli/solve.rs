@@ -56,6 +56,11 @@ pub struct SolveArgs {
     /// The seed of --sample: the same seed draws the same solutions.
     #[arg(long, value_name = "S", default_value_t = 0, requires = "sample")]
     pub seed: u64,
+    /// Find the K cheapest solutions of a problem whose options have costs
+    /// (`|n` on an option line, Knuth's DLX5), printed with their costs in
+    /// the order they were found.
+    #[arg(long, value_name = "K", conflicts_with_all = ["all", "limit", "count", "memo", "max_nodes", "profile", "progress"])]
+    pub cheapest: Option<usize>,
     #[command(flatten)]
     pub at: WhereArgs,
 }
@@ -334,6 +339,9 @@ pub fn run(args: SolveArgs) -> Result<(), CliError> {
     }
     if args.memo {
         return super::memo::run(&args, &problem);
+    }
+    if let Some(k) = args.cheapest {
+        return super::cheapest::run(&args, &problem, k);
     }
     if let Some(url) = args.at.server.clone() {
         return super::pooled::run_remote(&args, &problem, text, &url);

@@ -1,4 +1,4 @@
-//! Knuth's DLX text format (dlx1, dlx2, dlx3): reader and writer.
+//! Knuth's DLX text format (dlx1, dlx2, dlx3, dlx5's costs): reader and writer.
 //!
 //! The format, as read here:
 //!
@@ -11,7 +11,9 @@
 //!   (exactly `v` times). As in Knuth's programs, `|` glued to the front of a
 //!   name after whitespace (`A B |X`) is the separator followed by that name.
 //! * Every later line is an option: whitespace-separated `name` or
-//!   `name:color` tokens.
+//!   `name:color` tokens, and (DLX5) cost tokens `|n`, `n` decimal digits,
+//!   anywhere after the first item; the option's cost is their sum. A
+//!   malformed cost is reported before the option's items are checked.
 //!
 //! Beyond Knuth's programs (without rejecting anything they accept): names
 //! and colors of any length, colors of several characters, a last line
@@ -60,6 +62,12 @@ pub enum ParseErrorKind {
     BoundOverflow,
     #[error("a secondary item cannot have a bound prefix")]
     PrefixOnSecondary,
+    #[error("option cost should be a decimal number (|n, as in DLX5)")]
+    CostNotANumber,
+    #[error("illegal digit in option cost (|n with decimal digits n)")]
+    IllegalDigitInCost,
+    #[error("option cost too large (an option's costs add up to at most {limit})", limit = super::problem::MAX_COST)]
+    CostTooLarge,
     #[error(transparent)]
     Problem(#[from] ProblemError),
 }
@@ -135,7 +143,7 @@ pub fn write(problem: &Problem, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     }
     f.write_str("\n")?;
     let colors = problem.colors();
-    for option in problem.options() {
+    for (index, option) in problem.options().iter().enumerate() {
         let mut separator = "";
         for entry in option {
             f.write_str(separator)?;
@@ -144,6 +152,10 @@ pub fn write(problem: &Problem, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             if let Some(color) = entry.color {
                 write!(f, ":{}", colors[color as usize])?;
             }
+        }
+        match problem.cost(index) {
+            0 => {}
+            cost => write!(f, " |{cost}")?,
         }
         f.write_str("\n")?;
     }
@@ -287,20 +299,54 @@ fn read_option(
     line: &str,
     tokens: &[Token],
 ) -> Result<(), ParseError> {
+    // DLX5's costs: `|n` tokens, summed. (Before costs, a token starting with
+    // `|` was an unknown item, so no input that parsed changes meaning.)
+    let mut cost = 0u64;
+    for token in tokens.iter().filter(|t| t.text.starts_with('|')) {
+        let fail = |kind: ParseErrorKind| error_at(number, line, token, kind);
+        cost = parse_cost(&token.text[1..])
+            .and_then(|c| {
+                cost.checked_add(c)
+                    .filter(|&sum| sum <= super::problem::MAX_COST)
+                    .ok_or(ParseErrorKind::CostTooLarge)
+            })
+            .map_err(fail)?;
+    }
     // The builder checks entries in order and stops at the first bad one, so
     // the last token it pulled is the one at fault. (An error found after the
     // whole option, such as the entry limit, points at its last token.)
     let mut last = 0;
-    let specs = tokens.iter().enumerate().map(|(k, token)| {
-        last = k;
-        EntrySpec::parse(token.text)
-    });
+    let specs = tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, token)| !token.text.starts_with('|'))
+        .map(|(k, token)| {
+            last = k;
+            EntrySpec::parse(token.text)
+        });
     // A kept=false result is an option without primary items: the builder
     // records it as dropped, as Knuth's programs do, and that is no error.
-    let result = builder.option(specs);
+    let result = builder.option_with_cost(specs, cost);
     result
         .map(|_| ())
         .map_err(|e| error_at(number, line, &tokens[last], e.into()))
+}
+
+/// The digits of a cost token after its `|`, checked as DLX5 checks them: a
+/// digit first, then digits only.
+fn parse_cost(digits: &str) -> Result<u64, ParseErrorKind> {
+    if !digits.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(ParseErrorKind::CostNotANumber);
+    }
+    digits.bytes().try_fold(0u64, |n, b| {
+        if !b.is_ascii_digit() {
+            return Err(ParseErrorKind::IllegalDigitInCost);
+        }
+        n.checked_mul(10)
+            .and_then(|n| n.checked_add(u64::from(b - b'0')))
+            .filter(|&n| n <= super::problem::MAX_COST)
+            .ok_or(ParseErrorKind::CostTooLarge)
+    })
 }
 
 /// An error on the `valid_up_to`-th byte of line `number`, which starts an
@@ -341,7 +387,7 @@ fn end_of_input(bytes: &[u8], kind: ParseErrorKind) -> ParseError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::xcc::problem::{Entry, MAX_BOUND};
+    use crate::xcc::problem::{Entry, MAX_BOUND, MAX_COST};
     use proptest::prelude::*;
 
     const EXACT: &str = "\
@@ -454,6 +500,48 @@ C Y:1
         for p in [colors, exact] {
             assert_eq!(parse(&to_string(&p)), Ok(p));
         }
+    }
+
+    #[test]
+    fn reads_and_writes_dlx5_costs() {
+        // Costs anywhere after the first item, summed; `|0` is no cost.
+        let p = parse("A B | X\nA |3 X:1 |4\nB |0\nA B |12\nX |5\n").unwrap();
+        assert!(p.has_costs());
+        let costs: Vec<u64> = (0..4).map(|o| p.cost(o)).collect();
+        assert_eq!(costs, [7, 0, 12, 5]);
+        assert_eq!(p.format_option(0), "A X:1");
+        assert_eq!(p.dropped_options(), [3]);
+        assert_eq!(to_string(&p), "A B | X\nA X:1 |7\nB\nA B |12\nX |5\n");
+        assert_eq!(parse(&to_string(&p)), Ok(p));
+        // Without costs nothing changes, and all-zero costs are none.
+        assert!(!parse(EXACT).unwrap().has_costs());
+        assert_eq!(parse("A\nA |0 |00\n"), parse("A\nA\n"));
+        let max = format!("A\nA |{}\n", crate::xcc::problem::MAX_COST);
+        assert_eq!(parse(&max).unwrap().cost(0), crate::xcc::problem::MAX_COST);
+    }
+
+    #[test]
+    fn cost_errors_name_line_column_and_token() {
+        use ParseErrorKind::*;
+        check_error(b"A B\nA |\n", 2, 3, "|", CostNotANumber);
+        check_error(b"A B\nA |x1\n", 2, 3, "|x1", CostNotANumber);
+        check_error(b"A B\nA |+1\n", 2, 3, "|+1", CostNotANumber);
+        check_error(b"A B\nA ||1\n", 2, 3, "||1", CostNotANumber);
+        check_error(b"A B\nB\nA B |1x\n", 3, 5, "|1x", IllegalDigitInCost);
+        check_error(b"A B\nA |1:2\n", 2, 3, "|1:2", IllegalDigitInCost);
+        check_error(b"A B\nA |4294967296\n", 2, 3, "|4294967296", CostTooLarge);
+        check_error(b"A B\nA |4294967295 B |1\n", 2, 17, "|1", CostTooLarge);
+        check_error(
+            b"A B\nA |99999999999999999999999\n",
+            2,
+            3,
+            "|99999999999999999999999",
+            CostTooLarge,
+        );
+        // A glued bar is part of a name, as before.
+        let item = "A|1".to_string();
+        let unknown = ProblemError::UnknownItem { item, option: 0 };
+        check_error(b"A B\nA|1\n", 2, 1, "A|1", Problem(unknown));
     }
 
     #[test]
@@ -776,7 +864,8 @@ C Y:1
         let bounds = (0u32..3, 1u32..4).prop_map(|(a, b)| (a.min(b), b));
         let items = prop::collection::vec((name(), prop::option::of(bounds)), 1..10);
         let entry = (any::<prop::sample::Index>(), prop::option::of(color()));
-        let options = prop::collection::vec(prop::collection::vec(entry, 1..6), 0..10);
+        let cost = prop_oneof![3 => Just(0u64), 1 => 0u64..20, 1 => Just(MAX_COST)];
+        let options = prop::collection::vec((prop::collection::vec(entry, 1..6), cost), 0..10);
         (items, options, any::<prop::sample::Index>()).prop_map(|(mut items, options, split)| {
             let mut seen = std::collections::HashSet::new();
             items.retain(|(name, _)| seen.insert(name.clone()));
@@ -795,7 +884,7 @@ C Y:1
                     primary.push(false);
                 }
             }
-            for option in options {
+            for (option, cost) in options {
                 let mut used = std::collections::HashSet::new();
                 let tokens: Vec<String> = option
                     .into_iter()
@@ -810,8 +899,8 @@ C Y:1
                         })
                     })
                     .collect();
-                let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
-                b.option_str(&tokens).unwrap();
+                let specs = tokens.iter().map(|t| EntrySpec::parse(t));
+                b.option_with_cost(specs, cost).unwrap();
             }
             b.build().unwrap()
         })

@@ -21,7 +21,8 @@
 use super::problem::Problem;
 
 /// Knuth's numbering of a problem's items and their active lists, shared by
-/// every dancing-links search (DLX2/DLX3 here, DLX6 in `memo`): items
+/// every dancing-links search (DLX2/DLX3 here, DLX6 in `memo`, DLX5 in
+/// `cheapest`, which also uses [`Links`] and its `hide`/`unhide`): items
 /// 1..=N, primary ones first, each kind in input order; the primary items
 /// in a ring through the root 0, the secondary ones through the head N+1.
 pub(super) struct ItemLists {
@@ -372,7 +373,7 @@ impl<N: NodeRepr> Links<N> {
     /// skipping nodes known to agree with a purified item. Returns the number
     /// of updates.
     #[inline(always)]
-    fn hide<const COLORS: bool>(&mut self, rr: u32) -> u64 {
+    pub(super) fn hide<const COLORS: bool>(&mut self, rr: u32) -> u64 {
         let nd = self.nd.as_mut_ptr();
         let mut updates = 0;
         let mut nn = rr + 1;
@@ -405,7 +406,7 @@ impl<N: NodeRepr> Links<N> {
 
     /// Undoes [`Self::hide`], going leftward.
     #[inline(always)]
-    fn unhide<const COLORS: bool>(&mut self, rr: u32) {
+    pub(super) fn unhide<const COLORS: bool>(&mut self, rr: u32) {
         let nd = self.nd.as_mut_ptr();
         let mut nn = rr - 1;
         // SAFETY: as in `hide`.

@@ -1,4 +1,5 @@
-//! The problem model: named items, options, colors, multiplicities.
+//! The problem model: named items, options, colors, multiplicities, and
+//! option costs (DLX5's `|n`, used only by the cheapest-solutions search).
 //!
 //! A [`Problem`] is built through a [`ProblemBuilder`], which validates as it
 //! goes so that every mistake is reported with the item or option it concerns.
@@ -17,6 +18,10 @@ pub const MAX_ENTRIES: usize = (1 << 31) - (1 << 25);
 pub const MAX_BOUND: u32 = 1 << 24;
 /// Largest number of distinct colors.
 pub const MAX_COLORS: usize = 1 << 30;
+/// Largest cost of one option. With at most [`MAX_ITEMS`] options in a
+/// solution (and taxes summed over at most that many items), every sum of
+/// costs stays below 2^56, so no cost arithmetic can overflow.
+pub const MAX_COST: u64 = u32::MAX as u64;
 
 /// Index of an item in [`Problem::items`].
 pub type ItemId = usize;
@@ -134,6 +139,8 @@ pub enum ProblemError {
     TooManyColors,
     #[error("items must be declared before the first option (item {})", quote(.0))]
     ItemAfterOptions(String),
+    #[error("option {option} costs {cost}, more than the limit {limit}", limit = MAX_COST)]
+    CostTooLarge { option: usize, cost: u64 },
 }
 
 /// A validated XCC problem. Options keep their input order and index, even
@@ -146,6 +153,9 @@ pub struct Problem {
     colors: Vec<String>,
     dropped: Vec<usize>,
     entries: usize,
+    /// Each option's cost, or empty when every cost is zero (so a problem
+    /// without costs is the same value however it was built).
+    costs: Vec<u64>,
 }
 
 impl Problem {
@@ -196,6 +206,15 @@ impl Problem {
     /// True when some option gives a color to a secondary item.
     pub fn has_colors(&self) -> bool {
         !self.colors.is_empty()
+    }
+    /// The cost of option `index` (0 when none was given). Only the
+    /// cheapest-solutions search reads costs; the other searches ignore them.
+    pub fn cost(&self, index: usize) -> u64 {
+        self.costs.get(index).copied().unwrap_or(0)
+    }
+    /// True when some option has a nonzero cost.
+    pub fn has_costs(&self) -> bool {
+        !self.costs.is_empty()
     }
 
     /// Renders option `index` as Knuth's programs print it: its items in
@@ -352,6 +371,8 @@ pub struct ProblemBuilder {
     dropped: Vec<usize>,
     entries: usize,
     stamp: Vec<usize>,
+    /// As in [`Problem`]: empty until the first nonzero cost.
+    costs: Vec<u64>,
 }
 
 fn valid_name(name: &str) -> Result<(), ProblemError> {
@@ -444,7 +465,26 @@ impl ProblemBuilder {
     where
         I: IntoIterator<Item = EntrySpec<'a>>,
     {
+        self.option_with_cost(entries, 0)
+    }
+
+    /// Adds an option of cost `cost` (at most [`MAX_COST`]), as
+    /// [`Self::option`] does.
+    pub fn option_with_cost<'a, I>(
+        &mut self,
+        entries: I,
+        cost: u64,
+    ) -> Result<(usize, bool), ProblemError>
+    where
+        I: IntoIterator<Item = EntrySpec<'a>>,
+    {
         let index = self.options.len();
+        if cost > MAX_COST {
+            return Err(ProblemError::CostTooLarge {
+                option: index,
+                cost,
+            });
+        }
         let mut option = Vec::new();
         let mut has_primary = false;
         let mut new_colors: Vec<String> = Vec::new();
@@ -531,6 +571,10 @@ impl ProblemBuilder {
             self.color_ids.insert(c.clone(), self.colors.len() as u32);
             self.colors.push(c);
         }
+        if cost > 0 || !self.costs.is_empty() {
+            self.costs.resize(index, 0);
+            self.costs.push(cost);
+        }
         self.options.push(option);
         Ok((index, kept))
     }
@@ -555,12 +599,15 @@ impl ProblemBuilder {
     }
 
     /// Finishes the problem.
-    pub fn build(self) -> Result<Problem, ProblemError> {
+    pub fn build(mut self) -> Result<Problem, ProblemError> {
         if self.items.is_empty() {
             return Err(ProblemError::NoItems);
         }
         if !self.items.iter().any(Item::is_primary) {
             return Err(ProblemError::NoPrimaryItems);
+        }
+        if !self.costs.is_empty() {
+            self.costs.resize(self.options.len(), 0);
         }
         Ok(Problem {
             items: self.items,
@@ -568,6 +615,7 @@ impl ProblemBuilder {
             colors: self.colors,
             dropped: self.dropped,
             entries: self.entries,
+            costs: self.costs,
         })
     }
 }
@@ -624,6 +672,36 @@ mod tests {
         assert!(p.verify(&[0]).is_ok());
         assert!(p.verify(&[1]).is_err());
         assert!(p.verify(&[]).is_err());
+    }
+
+    #[test]
+    fn costs_are_kept_per_option_and_absent_when_all_zero() {
+        let mut b = ProblemBuilder::new();
+        b.primary("A").unwrap();
+        b.primary("B").unwrap();
+        b.option_str(&["A"]).unwrap();
+        let spec = |t: &'static str| [EntrySpec::parse(t)];
+        assert_eq!(b.option_with_cost(spec("B"), 7), Ok((1, true)));
+        assert_eq!(
+            b.option_with_cost(spec("A"), MAX_COST + 1),
+            Err(ProblemError::CostTooLarge {
+                option: 2,
+                cost: MAX_COST + 1
+            })
+        );
+        b.option_str(&["A", "B"]).unwrap();
+        let p = b.build().unwrap();
+        assert!(p.has_costs());
+        assert_eq!((0..4).map(|o| p.cost(o)).collect::<Vec<_>>(), [0, 7, 0, 0]);
+        // Zero costs make the same problem as no costs at all.
+        let build = |cost: u64| {
+            let mut b = ProblemBuilder::new();
+            b.primary("A").unwrap();
+            b.option_with_cost(spec("A"), cost).unwrap();
+            b.build().unwrap()
+        };
+        assert_eq!(build(0), crate::xcc::dlx_format::parse("A\nA\n").unwrap());
+        assert!(!build(0).has_costs() && build(1).has_costs());
     }
 
     #[test]
