@@ -63,10 +63,13 @@ fn option_set(problem: &Problem, options: &[usize]) -> String {
     keys.join("; ")
 }
 
+/// A solution found: its number, its cost, its option set.
+type Found = (u64, u64, String);
+
 #[test]
 fn nodes_updates_costs_and_solutions_equal_dlx5s() {
     // Every solution DLX5 found, by (case, k), in its order.
-    let mut found: BTreeMap<(String, String), Vec<(u64, u64, String)>> = BTreeMap::new();
+    let mut found: BTreeMap<(String, String), Vec<Found>> = BTreeMap::new();
     for row in table("dlx5-solutions.tsv") {
         found
             .entry((row[0].clone(), row[1].clone()))
