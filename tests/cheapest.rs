@@ -192,6 +192,16 @@ fn the_cli_prints_the_k_cheapest_with_their_costs_and_dlx5s_figures() {
 }
 
 #[test]
+fn the_other_searches_ignore_costs_and_say_so() {
+    let out = xccd(&["solve", "bench/costs/assign8.dlx", "--count"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "40320\n", "8! assignments");
+    assert!(text(&out.stderr).starts_with("The options' costs are ignored (--cheapest K"));
+    let out = xccd(&["solve", "examples/toy.dlx", "--count"]);
+    assert!(!text(&out.stderr).contains("costs"), "no costs, no note");
+}
+
+#[test]
 fn bad_input_and_conflicting_flags_are_refused_clearly() {
     let file = "bench/costs/assign8.dlx";
     let refused = |args: &[&str], says: &str| {

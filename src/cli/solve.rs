@@ -58,7 +58,8 @@ pub struct SolveArgs {
     pub seed: u64,
     /// Find the K cheapest solutions of a problem whose options have costs
     /// (`|n` on an option line, Knuth's DLX5), printed with their costs in
-    /// the order they were found.
+    /// the order they were found (`--format indices`: `COST: i j ...`;
+    /// json adds "cost").
     #[arg(long, value_name = "K", conflicts_with_all = ["all", "limit", "count", "memo", "max_nodes", "profile", "progress"])]
     pub cheapest: Option<usize>,
     #[command(flatten)]
@@ -342,6 +343,9 @@ pub fn run(args: SolveArgs) -> Result<(), CliError> {
     }
     if let Some(k) = args.cheapest {
         return super::cheapest::run(&args, &problem, k);
+    }
+    if problem.has_costs() && !args.quiet {
+        eprintln!("The options' costs are ignored (--cheapest K finds the K cheapest solutions).");
     }
     if let Some(url) = args.at.server.clone() {
         return super::pooled::run_remote(&args, &problem, text, &url);
