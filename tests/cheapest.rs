@@ -1,6 +1,7 @@
 //! The cheapest-solutions search (`xccd solve --cheapest K`, Knuth's DLX5)
 //! against DLX5's own figures and solutions (bench/dlx5-reference.tsv,
-//! bench/dlx5-solutions.tsv), against enumerating every solution with the
+//! bench/dlx5-solutions.tsv: bench/costs/, and instances without costs from
+//! bench/instances/), against enumerating every solution with the
 //! existing engine on random problems with costs, and on bad input.
 
 use std::collections::BTreeMap;
@@ -43,7 +44,7 @@ fn table(name: &str) -> Vec<Vec<String>> {
 }
 
 fn problem(case: &str) -> Problem {
-    let path = root().join(format!("bench/costs/{case}.dlx"));
+    let path = root().join(format!("bench/{case}.dlx"));
     dlx_format::parse_bytes(&std::fs::read(path).unwrap()).unwrap()
 }
 
@@ -112,7 +113,11 @@ fn nodes_updates_costs_and_solutions_equal_dlx5s() {
             .windows(2)
             .all(|w| w[0].found < w[1].found));
     }
-    assert_eq!(rows.len(), 16, "8 instances, k = 1 and 10");
+    assert_eq!(
+        rows.len(),
+        30,
+        "8 instances with costs, 7 without, k = 1 and 10"
+    );
     assert!(rows.iter().any(|r| r[5] != "0"), "an instance with colors");
 }
 
@@ -120,7 +125,7 @@ fn nodes_updates_costs_and_solutions_equal_dlx5s() {
 fn the_cli_prints_the_k_cheapest_with_their_costs_and_dlx5s_figures() {
     let row = table("dlx5-reference.tsv")
         .into_iter()
-        .find(|r| r[0] == "rooms12" && r[1] == "10")
+        .find(|r| r[0] == "costs/rooms12" && r[1] == "10")
         .unwrap();
     let out = xccd(&["solve", "bench/costs/rooms12.dlx", "--cheapest", "10"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -139,7 +144,7 @@ fn the_cli_prints_the_k_cheapest_with_their_costs_and_dlx5s_figures() {
     costs.sort_by_key(|c| c.parse::<u64>().unwrap());
     assert_eq!(costs.join(","), row[6]);
     // Each option line is the option as written, with its cost.
-    let p = problem("rooms12");
+    let p = problem("costs/rooms12");
     let first = stdout.lines().nth(1).unwrap();
     let (items, cost) = first.trim().rsplit_once(" |").unwrap();
     let o = (0..p.options().len())
@@ -279,7 +284,7 @@ fn bad_input_and_conflicting_flags_are_refused_clearly() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
     // The library's errors are typed.
-    let p = problem("assign8");
+    let p = problem("costs/assign8");
     assert_eq!(
         cheapest::cheapest(&p, &CheapestConfig { k: 0 }),
         Err(CheapestError::KOutOfRange(0))

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs Knuth's DLX5 on every bench/costs/*.dlx with k=1 and k=10 and writes
+"""Runs Knuth's DLX5 on every bench/costs/*.dlx, and on some instances without
+costs (where DLX5 searches much as DLX2 does), with k=1 and k=10, and writes
 bench/dlx5-reference.tsv (figures) and bench/dlx5-solutions.tsv (every
 solution DLX5 finds, in its order, printed by its option m1).
 
@@ -17,6 +18,9 @@ import sys
 import time
 
 KS = (1, 10)
+# Instances without costs: every solution costs 0, so DLX5 stops after k.
+FREE = ["queens8", "langford8", "latin4", "color_torus4x4w2x2", "color_debruijn4",
+        "pent3x20", "sudoku_hard17"]
 
 
 def run(binary, path, k):
@@ -48,9 +52,11 @@ def main():
         sys.exit(__doc__)
     binary = sys.argv[1]
     bench = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..")
-    cases = sorted(f[:-4] for f in os.listdir(os.path.join(bench, "costs")) if f.endswith(".dlx"))
+    cases = sorted("costs/" + f[:-4] for f in os.listdir(os.path.join(bench, "costs"))
+                   if f.endswith(".dlx"))
+    cases += ["instances/" + name for name in FREE]
     made = ("# Knuth's DLX5 (min-cost exact cover), built from dlx5.w with ctangle and gcc -O3, "
-            "run as `dlx5 m1 kK < bench/costs/CASE.dlx` (K = 1 and 10) by bench/gen/dlx5_reference.py.")
+            "run as `dlx5 m1 kK < bench/CASE.dlx` (K = 1 and 10) by bench/gen/dlx5_reference.py.")
     figures = [made,
                "# solutions: how many DLX5 found (each cheaper than the K-th best before it); "
                "costs: the K best, ascending; nodes, updates, cleansings exact; seconds indicative.",
@@ -61,7 +67,7 @@ def main():
     for case in cases:
         for k in KS:
             (count, updates, cleansings, nodes), costs, sols, seconds = run(
-                binary, os.path.join(bench, "costs", case + ".dlx"), k)
+                binary, os.path.join(bench, case + ".dlx"), k)
             figures.append("\t".join([case, str(k), count, nodes, updates, cleansings,
                                       ",".join(map(str, costs)), "%.2f" % seconds]))
             for found, cost, options in sols:
