@@ -24,8 +24,9 @@ pub fn memo_refusal(problem: &Problem, task: &Task, restricted: bool) -> Option<
         Some("memoized counting does not handle multiplicities (items with bounds other than 1)")
     } else if restricted {
         Some(
-            "memoized counting cannot apply a side condition that looks at whole solutions \
-             (connectivity, one loop): its cache merges partial solutions",
+            "memoized counting cannot apply a side condition that rejects whole solutions \
+             (hitori's connectivity, slitherlink's one loop): its cache merges partial solutions \
+             (count the weak puzzle, or count without memoizing)",
         )
     } else if *task != Task::root() {
         Some("a memoized count runs from the root only: it is never split")
@@ -48,7 +49,8 @@ fn stats_of(memo: &MemoStats, solutions: u64) -> Stats {
 /// Counts the solutions of `problem` by memoized search, under
 /// `memory_limit` bytes for its cache and ZDD, steered and answered
 /// through `port` like [`super::run_task`]. `restricted`: the job has a
-/// side condition that filters solutions (refused).
+/// side condition that filters solutions (refused; one that only prunes
+/// is left out, the count is exact without it).
 pub fn run_memo<P: Port>(
     problem: &Problem,
     task: &Task,

@@ -186,7 +186,7 @@ pub fn run_task<P: Port>(
             task,
             spec,
             memo.memory_limit,
-            condition.is_some(),
+            condition.is_some_and(|c| c.filters()),
             port,
         );
     }

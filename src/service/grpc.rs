@@ -517,7 +517,7 @@ impl SolverService for SolverApi {
             (!req.count_only).then_some("a memoized search answers a count: set count_only"),
             req.engine,
             &problem,
-            condition.as_ref().is_some_and(|c| c.restricts()),
+            condition.as_ref().is_some_and(|c| c.filters()),
             self.pool.run_memory_limit(),
         )?;
         let engine = match memo {
