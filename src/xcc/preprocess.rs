@@ -1047,3 +1047,51 @@ pub fn input_mems(text: &[u8]) -> u64 {
     }
     mems
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::xcc::dlx_format::parse;
+
+    /// The two examples of DLX-PRE's introduction; what Knuth's program
+    /// prints for them (its text today, which differs from the
+    /// introduction's for the first).
+    #[test]
+    fn knuths_examples() {
+        let toy = "  A B C D E | F G\n\nC E F\n| c\n A D G\nB C F\nA D\nB G\nD E G\n";
+        let config = Config {
+            rounds: 2,
+            ..Config::default()
+        };
+        let r = preprocess(&parse(toy).unwrap(), &config).unwrap();
+        assert_eq!(
+            r.to_dlx_pre(0),
+            " A B C E | G\n A G\n A\n B C\n B G\n C E\n"
+        );
+        assert_eq!(r.origin, [1, 3, 2, 4, 0]);
+        assert_eq!(
+            r.summary(input_mems(toy.as_bytes())),
+            "Removed 1 option and 2 items, after 434+833 mems, 2 rounds."
+        );
+
+        let colors = "| colors\nA B C | X Y\nA B X:0 Y:0\nA C X:1 Y:1\nX:0 Y:1\nB X:1\nC Y:1\n";
+        let r = preprocess(&parse(colors).unwrap(), &Config::default()).unwrap();
+        assert_eq!(
+            r.to_dlx_pre(SHOW_ORIG_NOS),
+            " A B | X Y\n A X:1 Y:1\n| (from 2)\n B X:1\n| (from 3)\n"
+        );
+        // Input indices count the dropped option `X:0 Y:1`; Knuth's do not.
+        assert_eq!(r.origin, [1, 3]);
+        assert_eq!(r.removed_items, [2]);
+        assert_eq!(r.map_back(&[1, 0]), [3, 1]);
+        assert_eq!(
+            r.log,
+            "Option ignored (no primary items): X:0 Y:1\n\
+             (4 options, 3+2 items, 16 entries successfully read)\n"
+        );
+        assert_eq!(
+            r.summary(input_mems(colors.as_bytes())),
+            "Removed 2 options and 1 item, after 370+566 mems, 2 rounds."
+        );
+    }
+}
