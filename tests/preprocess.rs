@@ -212,6 +212,20 @@ fn a_primary_item_in_no_option_is_all_dlx_pre_prints() {
 }
 
 #[test]
+fn warnings_quote_the_dropped_lines_as_written() {
+    // What DLX-PRE prints for this text with a newline at its end.
+    let out = xccd(&["preprocess"], b"A B | X Y\n  X:0   Y:1\t\nA X\n| c\nB\nY");
+    assert_eq!(text(&out.stdout), " A B\n A\n B\n");
+    assert_eq!(
+        text(&out.stderr),
+        "Option ignored (no primary items):   X:0   Y:1\t\n\
+         Option ignored (no primary items): Y\n\
+         (2 options, 2+2 items, 5 entries successfully read)\n\
+         Removed 0 options and 2 items, after 197+171 mems, 2 rounds.\n"
+    );
+}
+
+#[test]
 fn bad_input_is_an_error_not_a_panic() {
     let cases: &[(&[&str], &[u8], &str)] = &[
         (&["preprocess"], b"A 2:3|B\nA B\n", "multiplicity"),

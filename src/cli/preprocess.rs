@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use clap::Args;
-use xccd::xcc::preprocess::{self, input_mems, Config, Reduced, SHOW_BASICS};
+use xccd::xcc::preprocess::{self, input_mems, Config, Reduced, SHOW_BASICS, SHOW_WARNINGS};
 use xccd::xcc::Problem;
 
 use super::CliError;
@@ -48,7 +48,18 @@ pub fn run(args: PreprocessArgs) -> Result<(), CliError> {
         config.delta = d;
         config.thresh = d;
     }
+    // DLX-PRE's warnings quote the input's lines as they are: printed here,
+    // from the text, rather than by the library from the problem.
+    let warnings = config.verbose & SHOW_WARNINGS != 0;
+    config.verbose &= !SHOW_WARNINGS;
     let reduced = reduce(&problem, &config)?;
+    config.verbose |= if warnings { SHOW_WARNINGS } else { 0 };
+    if warnings {
+        for line in dropped_lines(&problem, &text) {
+            let end = if line.ends_with('\n') { "" } else { "\n" };
+            eprint!("Option ignored (no primary items): {line}{end}");
+        }
+    }
     eprint!("{}", reduced.log);
     let mut out = io::stdout().lock();
     match out
@@ -64,6 +75,21 @@ pub fn run(args: PreprocessArgs) -> Result<(), CliError> {
         eprintln!("{}", reduced.summary(input_mems(text.as_bytes())));
     }
     Ok(())
+}
+
+/// The lines of `text` that hold the options `problem` dropped.
+fn dropped_lines<'a>(problem: &Problem, text: &'a str) -> Vec<&'a str> {
+    let blank = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r');
+    let mut lines = text
+        .split_inclusive('\n')
+        .filter(|l| l.bytes().find(|&b| !blank(b)).is_some_and(|b| b != b'|'));
+    lines.next(); // the item line
+    let options: Vec<&str> = lines.collect();
+    problem
+        .dropped_options()
+        .iter()
+        .filter_map(|&o| options.get(o).copied())
+        .collect()
 }
 
 fn reduce(problem: &Problem, config: &Config) -> Result<Reduced, CliError> {
