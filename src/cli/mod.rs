@@ -15,6 +15,7 @@ mod credentials;
 mod estimate;
 mod memo;
 mod pooled;
+mod preprocess;
 mod progress;
 mod puzzle;
 mod serve;
@@ -41,6 +42,9 @@ struct Cli {
 enum Command {
     /// Solve an XCC problem written in Knuth's DLX format.
     Solve(solve::SolveArgs),
+    /// Reduce an XCC problem to an equivalent smaller one (Knuth's DLX-PRE),
+    /// written in DLX format.
+    Preprocess(preprocess::PreprocessArgs),
     /// Estimate the search tree's size and the time to search it, by
     /// Knuth's random probes, before running it.
     Estimate(estimate::EstimateArgs),
@@ -73,6 +77,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Solve(args) => solve::run(args),
         Command::Estimate(args) => estimate::run(args),
+        Command::Preprocess(args) => preprocess::run(args),
         Command::Serve(args) => serve::run(*args),
         Command::Bench(args) => bench::run(args),
         Command::Worker(args) => worker::run(args),
