@@ -216,7 +216,7 @@ fn bad_input_and_conflicting_flags_are_refused_clearly() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?}");
     };
-    for flag in ["--all", "--count", "--memo", "--profile"] {
+    for flag in ["--all", "--count", "--memo", "--profile", "--preprocess"] {
         refused(
             &["solve", file, "--cheapest", "3", flag],
             "cannot be used with",

@@ -1223,17 +1223,26 @@ fn engine() -> BoxedStrategy<i32> {
 }
 
 fn call() -> BoxedStrategy<Call> {
-    let solve = (problem(), limit(), any::<bool>(), max_nodes(), engine()).prop_map(
-        |(problem, limit, include_option_text, max_nodes, engine)| {
-            Call::Solve(pb::SolveRequest {
-                problem,
-                limit,
-                include_option_text,
-                max_nodes,
-                engine,
-            })
-        },
-    );
+    let solve = (
+        problem(),
+        limit(),
+        any::<bool>(),
+        max_nodes(),
+        engine(),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(problem, limit, include_option_text, max_nodes, engine, memo)| {
+                Call::Solve(pb::SolveRequest {
+                    problem,
+                    limit,
+                    include_option_text,
+                    max_nodes,
+                    engine,
+                    memo,
+                })
+            },
+        );
     let enumerate = (
         problem(),
         limit(),
@@ -1243,6 +1252,7 @@ fn call() -> BoxedStrategy<Call> {
         interval(),
         max_nodes(),
         engine(),
+        any::<bool>(),
         any::<bool>(),
     )
         .prop_map(
@@ -1256,6 +1266,7 @@ fn call() -> BoxedStrategy<Call> {
                 max_nodes,
                 engine,
                 packed_solutions,
+                memo,
             )| {
                 Call::Enumerate(pb::EnumerateRequest {
                     problem,
@@ -1267,6 +1278,7 @@ fn call() -> BoxedStrategy<Call> {
                     max_nodes,
                     engine,
                     packed_solutions,
+                    memo,
                 })
             },
         );

@@ -56,6 +56,11 @@ pub struct BenchArgs {
     /// each lease a few nodes of work.
     #[arg(long, conflicts_with_all = ["service", "cluster"])]
     pub scale: bool,
+    /// Measure memoized counting (`solve --memo --count`, Knuth's DLX6)
+    /// instead: every row of `dlx6-reference.tsv`, its figures checked
+    /// against DLX6's, its time against DLX6's and against the plain count.
+    #[arg(long, conflicts_with_all = ["service", "cluster", "scale"])]
+    pub memo: bool,
     /// With --scale: the numbers of workers, one row each.
     #[arg(long, value_delimiter = ',', default_values_t = [10, 100, 1000], requires = "scale")]
     pub workers: Vec<usize>,
@@ -88,7 +93,7 @@ pub enum EngineArg {
 
 /// What a row measures: an engine, and for cells how it breaks ties.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Measured {
+pub(super) enum Measured {
     Links,
     Cells(Order),
 }
@@ -186,6 +191,9 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
     }
     if args.service {
         return super::bench_service::run(&set, args.filter.as_deref(), out);
+    }
+    if args.memo {
+        return super::bench_memo::run(&set, args.filter.as_deref(), args.repeat, out);
     }
     let links_reference = read_reference(&set, ReferenceTable::Knuth);
     let ssxcc_reference = read_reference(&set, ReferenceTable::Ssxcc);
@@ -329,7 +337,7 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
 
 /// The fastest of `repeat` count-only runs of `engine`: seconds, counts and
 /// algorithm.
-fn measure(
+pub(super) fn measure(
     problem: &Problem,
     engine: Measured,
     layout: LayoutArg,

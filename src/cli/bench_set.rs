@@ -1,7 +1,8 @@
 //! Where `xccd bench` finds its instances and reference tables: the set
 //! built into the binary (the repository's `bench/`, embedded by build.rs),
 //! or a folder of the same shape given with `--dir` (`instances/*.dlx`,
-//! `knuth-reference.tsv`, `ssxcc-reference.tsv`, `cells-reference.tsv`).
+//! `knuth-reference.tsv`, `ssxcc-reference.tsv`, `cells-reference.tsv`,
+//! and for `--memo` `memo/*.dlx` and `dlx6-reference.tsv`).
 //!
 //! Built in, because a binary runs where its build machine's paths do not
 //! exist (a container, another host): `xccd bench` then measures the same
@@ -34,6 +35,8 @@ pub enum ReferenceTable {
     Knuth,
     Ssxcc,
     Cells,
+    /// Knuth's DLX6 (memoized counting): `dlx6-reference.tsv`.
+    Dlx6,
 }
 
 impl ReferenceTable {
@@ -42,6 +45,7 @@ impl ReferenceTable {
             ReferenceTable::Knuth => "knuth-reference.tsv",
             ReferenceTable::Ssxcc => "ssxcc-reference.tsv",
             ReferenceTable::Cells => "cells-reference.tsv",
+            ReferenceTable::Dlx6 => "dlx6-reference.tsv",
         }
     }
 }
@@ -77,24 +81,43 @@ impl BenchSet {
 
     /// Instance `name`'s problem and DLX text.
     pub fn load(&self, name: &str) -> Result<(Problem, String), CliError> {
-        let text = match self {
-            BenchSet::Builtin => builtin::INSTANCES
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, text)| text.to_string())
-                .ok_or_else(|| {
-                    CliError::BadInput(format!("no instance {name} in the built-in bench set"))
-                })?,
-            BenchSet::Dir(dir) => {
-                let path = dir.join("instances").join(format!("{name}.dlx"));
-                std::fs::read_to_string(&path).map_err(|e| {
-                    CliError::BadInput(format!("cannot read {}: {e}", path.display()))
-                })?
-            }
-        };
+        let text = self.text("instances", name)?;
         let problem = dlx_format::parse(&text)
             .map_err(|e| CliError::BadInput(format!("bench instance {name}: {e}")))?;
         Ok((problem, text))
+    }
+
+    /// A memoized-counting instance: `memo/NAME.dlx` (the tilings made for
+    /// it), else the instance of that name.
+    pub fn load_memo(&self, name: &str) -> Result<Problem, CliError> {
+        let text = self
+            .text("memo", name)
+            .or_else(|_| self.text("instances", name))?;
+        dlx_format::parse(&text)
+            .map_err(|e| CliError::BadInput(format!("bench instance {name}: {e}")))
+    }
+
+    /// The DLX text of `folder/name.dlx`.
+    fn text(&self, folder: &str, name: &str) -> Result<String, CliError> {
+        match self {
+            BenchSet::Builtin => match folder {
+                "memo" => builtin::MEMO_INSTANCES,
+                _ => builtin::INSTANCES,
+            }
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, text)| text.to_string())
+            .ok_or_else(|| {
+                CliError::BadInput(format!(
+                    "no instance {folder}/{name} in the built-in bench set"
+                ))
+            }),
+            BenchSet::Dir(dir) => {
+                let path = dir.join(folder).join(format!("{name}.dlx"));
+                std::fs::read_to_string(&path)
+                    .map_err(|e| CliError::BadInput(format!("cannot read {}: {e}", path.display())))
+            }
+        }
     }
 
     /// A reference table's text; `None` when a folder has none.
@@ -105,6 +128,7 @@ impl BenchSet {
                     ReferenceTable::Knuth => builtin::KNUTH_REFERENCE,
                     ReferenceTable::Ssxcc => builtin::SSXCC_REFERENCE,
                     ReferenceTable::Cells => builtin::CELLS_REFERENCE,
+                    ReferenceTable::Dlx6 => builtin::DLX6_REFERENCE,
                 }
                 .to_string(),
             ),
@@ -127,7 +151,16 @@ mod tests {
         for name in &names {
             assert_eq!(builtin.load(name).unwrap().1, folder.load(name).unwrap().1);
         }
-        for table in [ReferenceTable::Knuth, ReferenceTable::Ssxcc] {
+        assert!(builtin.load_memo("domino8x8").is_ok());
+        assert_eq!(
+            builtin.load_memo("domino8x8").unwrap().options().len(),
+            folder.load_memo("domino8x8").unwrap().options().len()
+        );
+        for table in [
+            ReferenceTable::Knuth,
+            ReferenceTable::Ssxcc,
+            ReferenceTable::Dlx6,
+        ] {
             assert_eq!(builtin.reference(table), folder.reference(table));
         }
         assert!(builtin.load("no-such-instance").is_err());

@@ -23,6 +23,11 @@ pub fn run(args: &SolveArgs, problem: &Problem) -> Result<(), CliError> {
             "--memo answers --count, --zdd FILE or --sample N: add one of them".into(),
         ));
     }
+    if args.at.engine != super::credentials::EngineChoice::Auto {
+        return Err(CliError::BadInput(
+            "--memo is its own search (DLX6's, on dancing links): drop --engine".into(),
+        ));
+    }
     if args.at.server.is_some() || args.at.threads.is_some() {
         return Err(CliError::BadInput(
             "--memo runs on this thread: drop --server and --threads".into(),

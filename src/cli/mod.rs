@@ -6,6 +6,7 @@
 
 mod bench;
 mod bench_cluster;
+mod bench_memo;
 mod bench_out;
 mod bench_scale;
 mod bench_service;
@@ -15,6 +16,7 @@ mod credentials;
 mod estimate;
 mod memo;
 mod pooled;
+mod preprocess;
 mod progress;
 mod puzzle;
 mod serve;
@@ -41,6 +43,9 @@ struct Cli {
 enum Command {
     /// Solve an XCC problem written in Knuth's DLX format.
     Solve(solve::SolveArgs),
+    /// Reduce an XCC problem to an equivalent smaller one (Knuth's DLX-PRE),
+    /// written in DLX format.
+    Preprocess(preprocess::PreprocessArgs),
     /// Estimate the search tree's size and the time to search it, by
     /// Knuth's random probes, before running it.
     Estimate(estimate::EstimateArgs),
@@ -73,6 +78,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Solve(args) => solve::run(args),
         Command::Estimate(args) => estimate::run(args),
+        Command::Preprocess(args) => preprocess::run(args),
         Command::Serve(args) => serve::run(*args),
         Command::Bench(args) => bench::run(args),
         Command::Worker(args) => worker::run(args),

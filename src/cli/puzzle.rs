@@ -17,7 +17,7 @@ use xccd::puzzles::kinds::{self, EncodeOptions, Kind};
 use xccd::puzzles::side_condition;
 use xccd::puzzles::{formats, picture};
 use xccd::puzzles::{Encoded, FutoshikiEncoding, Puzzle};
-use xccd::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, Taken};
+use xccd::run::{memo_refusal, run_root, Batch, Control, MemoRun, Port, RunEnd, RunSpec, Taken};
 use xccd::service::proto as pb;
 use xccd::service::puzzle_input::puzzle_message;
 use xccd::service::JobSpec;
@@ -136,6 +136,13 @@ pub struct SolveArgs {
     /// Print only the number of solutions (all, or up to --limit).
     #[arg(long)]
     pub count: bool,
+    /// With --count: count by memoized search (as `xccd solve --memo`),
+    /// much faster where the puzzle's subproblems repeat (latin squares,
+    /// weak hitori). A side condition that looks at whole solutions (the
+    /// connectivity of hitori, slitherlink's one loop) cannot be cached:
+    /// such puzzles are refused (count them with --weak, or without --memo).
+    #[arg(long, requires = "count")]
+    pub memo: bool,
     /// How solutions print: `picture` (drawn with box-drawing characters,
     /// for a person), `text` (the puzzle's own format, for scripts) or
     /// `auto` (a picture when standard output is a terminal, else text).
@@ -339,6 +346,17 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
         count: 0,
         picture: pictures.then_some(args.puzzle.kind),
     };
+    if args.memo
+        && (args.at.server.is_some()
+            || args.at.threads.is_some()
+            || args.at.engine != super::credentials::EngineChoice::Auto)
+    {
+        return Err(CliError::BadInput(
+            "--memo counts on this thread with its own search: drop --server, --threads and --engine"
+                .into(),
+        ));
+    }
+    let mut exact_count = None;
     let (stats, write_error, cut_short) = if let Some(url) = &args.at.server {
         let (_, puzzle) = read_puzzle(&args.puzzle)?;
         let request = pb::EnumeratePuzzleRequest {
@@ -375,10 +393,25 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
                 (ended.stats, ended.write_error, ended.cut_short)
             }
             None => {
+                let memo = match args.memo {
+                    false => None,
+                    true => {
+                        let restricted = side_condition(&encoded).is_some_and(|c| c.filters());
+                        if let Some(why) =
+                            memo_refusal(encoded.problem(), &Task::root(), restricted)
+                        {
+                            return Err(CliError::BadInput(format!("--memo: {why}")));
+                        }
+                        Some(MemoRun {
+                            memory_limit: Some(super::credentials::search_memory_limit()?),
+                        })
+                    }
+                };
                 let spec = RunSpec {
                     limit,
                     want_solutions: !args.count,
                     batch_size: 16,
+                    memo,
                     ..RunSpec::default()
                 };
                 let mut printer = Printer {
@@ -394,9 +427,18 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
                     Some(&*encoded),
                     &mut printer,
                 );
-                if let RunEnd::Failed(error) = report.end {
-                    return Err(CliError::Failed(format!("internal error: {error}")));
+                match report.end {
+                    RunEnd::Failed(error) => {
+                        return Err(CliError::Failed(format!("internal error: {error}")))
+                    }
+                    RunEnd::OutOfMemory(error) => {
+                        return Err(CliError::Failed(format!(
+                            "{error} (XCCD_MAX_SEARCH_MEMORY sets the limit)"
+                        )))
+                    }
+                    _ => {}
                 }
+                exact_count = report.exact_count;
                 grids = printer.grids;
                 (report.stats, printer.error, None)
             }
@@ -411,7 +453,10 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
         grids.count
     };
     if args.count {
-        let _ = writeln!(grids.out, "{solutions}");
+        let _ = match &exact_count {
+            Some(exact) => writeln!(grids.out, "{exact}"),
+            None => writeln!(grids.out, "{solutions}"),
+        };
     }
     flush(grids.out)?;
     if solutions == 0 && cut_short.is_none() {

@@ -56,11 +56,16 @@ pub struct SolveArgs {
     /// The seed of --sample: the same seed draws the same solutions.
     #[arg(long, value_name = "S", default_value_t = 0, requires = "sample")]
     pub seed: u64,
+    /// Reduce the problem first, as Knuth's DLX-PRE does (`xccd
+    /// preprocess`), and search the reduced one: the same solutions, named
+    /// by the input's options.
+    #[arg(long, conflicts_with_all = ["memo", "threads", "server"])]
+    pub preprocess: bool,
     /// Find the K cheapest solutions of a problem whose options have costs
     /// (`|n` on an option line, Knuth's DLX5), printed with their costs in
     /// the order they were found (`--format indices`: `COST: i j ...`;
     /// json adds "cost").
-    #[arg(long, value_name = "K", conflicts_with_all = ["all", "limit", "count", "memo", "max_nodes", "profile", "progress"])]
+    #[arg(long, value_name = "K", conflicts_with_all = ["all", "limit", "count", "memo", "max_nodes", "profile", "progress", "preprocess"])]
     pub cheapest: Option<usize>,
     #[command(flatten)]
     pub at: WhereArgs,
@@ -198,6 +203,8 @@ impl<'a, W: Write> SolutionWriter<'a, W> {
 /// The single-threaded run's port: prints, and reports progress.
 struct Printer<'a, W: Write> {
     writer: SolutionWriter<'a, W>,
+    /// The input's index of each option searched (with --preprocess).
+    origin: Option<&'a [usize]>,
     options: Vec<usize>,
     error: Option<io::Error>,
     progress_every: Option<Duration>,
@@ -213,7 +220,9 @@ impl<W: Write> Port for Printer<'_, W> {
         }
         for solution in &batch.solutions {
             self.options.clear();
-            self.options.extend(solution.iter().map(|&o| o as usize));
+            let origin = self.origin;
+            let input = |o: u32| origin.map_or(o as usize, |m| m[o as usize]);
+            self.options.extend(solution.iter().map(|&o| input(o)));
             if let Err(e) = self.writer.write(&self.options) {
                 self.error = Some(e);
                 return Taken::Stop;
@@ -353,6 +362,11 @@ pub fn run(args: SolveArgs) -> Result<(), CliError> {
     if let Some(threads) = args.at.threads {
         return super::pooled::run_local(&args, problem, threads);
     }
+    let reduced = match args.preprocess {
+        true => Some(super::preprocess::for_solve(&problem, &text, args.quiet)?),
+        false => None,
+    };
+    let searched = reduced.as_ref().map_or(&problem, |r| &r.problem);
     let spec = RunSpec {
         limit,
         max_nodes: args.max_nodes,
@@ -374,6 +388,7 @@ pub fn run(args: SolveArgs) -> Result<(), CliError> {
             args.format,
             !args.count,
         ),
+        origin: reduced.as_ref().map(|r| r.origin.as_slice()),
         options: Vec::new(),
         error: None,
         progress_every,
@@ -381,8 +396,8 @@ pub fn run(args: SolveArgs) -> Result<(), CliError> {
         bar: super::progress::Bar::new(args.quiet || progress_every.is_some()),
     };
     let start = Instant::now();
-    let engine = args.at.engine.resolve(&problem)?;
-    let report = run_root(&problem, engine, &spec, None, &mut printer);
+    let engine = args.at.engine.resolve(searched)?;
+    let report = run_root(searched, engine, &spec, None, &mut printer);
     printer.bar.finish();
     if let RunEnd::Failed(error) = report.end {
         return Err(CliError::Failed(format!("internal error: {error}")));

@@ -837,6 +837,9 @@ impl SideCondition for HidatoEncoding {
     fn prunes(&self) -> bool {
         true
     }
+    fn filters(&self) -> bool {
+        false
+    }
 }
 
 /// Encodes a hidato puzzle's text.

@@ -26,4 +26,12 @@ pub trait SideCondition: Send + Sync {
     fn restricts(&self) -> bool {
         self.prunes()
     }
+    /// Whether [`Self::accept`] can reject a complete solution of the XCC
+    /// problem. When not (a condition that only prunes branches that cannot
+    /// complete, as hidato's), the XCC problem alone defines the solutions,
+    /// and a memoized count, which cannot apply a condition, is exact
+    /// without it.
+    fn filters(&self) -> bool {
+        self.restricts()
+    }
 }

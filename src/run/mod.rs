@@ -22,21 +22,25 @@
 //!   engine's request, deferred or refused as catch-up and backpressure
 //!   demand.
 //! - **How a run ended**: one type, [`RunEnd`].
+//! - **Memoized counts** (Knuth's DLX6) run through the same ports
+//!   ([`run_memo`], chosen by [`RunSpec::memo`]): root only, never split.
 //!
 //! Like [`crate::xcc`], this layer is synchronous and does no I/O: no async
 //! runtime, no network.
 
 mod condition;
 mod ledger;
+mod memo;
 mod region;
 mod runner;
 mod solutions;
 
 pub use condition::SideCondition;
 pub use ledger::{verify_solution, Failure, Ledger, LedgerError, RunPoint, Settlement, Work};
+pub use memo::{memo_refusal, run_memo};
 pub use region::{check_task, Region};
 pub use runner::{
-    run_root, run_task, Batch, Control, Port, RunEnd, RunReport, RunSpec, Stop, Taken,
+    run_root, run_task, Batch, Control, MemoRun, Port, RunEnd, RunReport, RunSpec, Stop, Taken,
 };
 pub use solutions::Solutions;
 

@@ -37,6 +37,15 @@ pub struct RunSpec {
     pub profile: bool,
     /// Set from elsewhere to stop the run within `poll_interval` nodes.
     pub stop: Option<Arc<AtomicBool>>,
+    /// Count by memoized search instead ([`super::run_memo`]): the root
+    /// task only, count-only, never split.
+    pub memo: Option<MemoRun>,
+}
+
+/// A memoized count's limit: the most bytes its cache and ZDD may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoRun {
+    pub memory_limit: Option<u64>,
 }
 
 impl Default for RunSpec {
@@ -51,6 +60,7 @@ impl Default for RunSpec {
             poll_interval: 4096,
             profile: false,
             stop: None,
+            memo: None,
         }
     }
 }
@@ -151,6 +161,10 @@ pub struct RunReport {
     pub stats: Stats,
     pub found: u64,
     pub delivered: u64,
+    /// The exact count in decimal when it passes `u64::MAX` (a memoized
+    /// count of a problem with that many solutions): `found` and the
+    /// delivered count then hold `u64::MAX`.
+    pub exact_count: Option<String>,
 }
 
 /// Runs `task` of `problem` on `solver`, its solutions filtered by
@@ -166,12 +180,23 @@ pub fn run_task<P: Port>(
     port: &mut P,
 ) -> RunReport {
     let condition = condition.filter(|c| c.restricts());
+    if let Some(memo) = spec.memo {
+        return super::memo::run_memo(
+            problem,
+            task,
+            spec,
+            memo.memory_limit,
+            condition.is_some_and(|c| c.filters()),
+            port,
+        );
+    }
     if spec.limit == Some(0) {
         return RunReport {
             end: RunEnd::Stopped(Stop::SolutionLimit),
             stats: Stats::default(),
             found: 0,
             delivered: 0,
+            exact_count: None,
         };
     }
     let config = RunConfig {
@@ -211,6 +236,7 @@ pub fn run_task<P: Port>(
                 stats: Default::default(),
                 found: driver.found,
                 delivered: driver.delivered,
+                exact_count: None,
             };
         }
         Ok(Err(RunError::Task(error))) => {
@@ -251,6 +277,7 @@ pub fn run_task<P: Port>(
         stats: outcome.stats,
         found: driver.found,
         delivered: driver.delivered,
+        exact_count: None,
     }
 }
 
@@ -320,6 +347,7 @@ impl<P: Port> Driver<'_, P> {
             stats: Stats::default(),
             found: self.found,
             delivered: self.delivered,
+            exact_count: None,
         }
     }
 

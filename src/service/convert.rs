@@ -367,6 +367,49 @@ pub fn engine(value: i32, problem: &Problem, memory_limit: u64) -> Result<Engine
         .map_err(|need| memory_limit_status(&need))
 }
 
+/// The memoized count a request asks for (its `memo` field): `None` for a
+/// search; else the bytes its cache and ZDD may take, what one search may
+/// take here less its links. INVALID_ARGUMENT naming `memo` when it cannot
+/// count this: `conflict` (the request's own reason, e.g. no count_only), an
+/// engine other than links, multiplicities, a `restricted` side condition.
+pub fn memo(
+    requested: bool,
+    conflict: Option<&str>,
+    engine: i32,
+    problem: &Problem,
+    restricted: bool,
+    memory_limit: u64,
+) -> Result<Option<u64>, Status> {
+    if !requested {
+        return Ok(None);
+    }
+    if let Some(conflict) = conflict {
+        return Err(status::invalid(format!("memo: {conflict}")));
+    }
+    if !matches!(
+        pb::Engine::try_from(engine),
+        Ok(pb::Engine::Unspecified | pb::Engine::Links)
+    ) {
+        return Err(status::invalid(
+            "memo: a memoized count is its own search (DLX6's, on dancing links): \
+             leave engine unset",
+        ));
+    }
+    if let Some(why) = crate::run::memo_refusal(problem, &crate::xcc::Task::root(), restricted) {
+        return Err(status::invalid(format!("memo: {why}")));
+    }
+    memo_limit(problem, memory_limit)
+        .map(Some)
+        .map_err(|need| memory_limit_status(&need))
+}
+
+/// What a memoized count of `problem` may give its cache and ZDD when one
+/// search may take `memory_limit` bytes: the rest after its links.
+pub fn memo_limit(problem: &Problem, memory_limit: u64) -> Result<u64, crate::xcc::memory::Need> {
+    let links = crate::xcc::memory::check(problem, Engine::Links, memory_limit)?;
+    Ok(memory_limit - links)
+}
+
 /// RESOURCE_EXHAUSTED for a search that cannot fit its memory limit, with
 /// the bytes it needs and the limit in its `ErrorInfo`.
 pub fn memory_limit_status(need: &crate::xcc::memory::Need) -> Status {
@@ -398,7 +441,18 @@ pub fn statistics(
         replay_updates: stats.replay_updates,
         replay_cleansings: stats.replay_cleansings,
         elapsed: Some(duration(elapsed)),
+        solutions_decimal: solutions.to_string(),
     }
+}
+
+/// A job's statistics, its count exact past `u64::MAX` (a memoized count's
+/// `solutions_decimal`).
+pub fn summary_statistics(s: &Summary) -> pb::Statistics {
+    let mut statistics = statistics(&s.stats, s.solutions, s.elapsed, s.engine);
+    if let Some(exact) = &s.exact_solutions {
+        statistics.solutions_decimal = exact.clone();
+    }
+    statistics
 }
 
 /// A duration as `google.protobuf.Duration` (saturating).
@@ -466,7 +520,7 @@ pub fn end_reason(reason: EndReason) -> pb::EndReason {
 pub fn summary(s: &Summary) -> pb::Summary {
     pb::Summary {
         solutions: s.solutions,
-        statistics: Some(statistics(&s.stats, s.solutions, s.elapsed, s.engine)),
+        statistics: Some(summary_statistics(s)),
         reason: end_reason(s.reason) as i32,
         exhausted: s.reason == EndReason::Complete,
         // The status the search's call ends with, details and all: one

@@ -121,6 +121,7 @@ impl Durability {
                 created_unix_seconds: convert::unix_seconds(job.created),
                 request_id: job.spec.request.as_ref().map(|key| key.id.clone()),
                 request_digest: job.spec.request.as_ref().map(|key| key.digest.clone()),
+                memo: job.spec.memo.is_some(),
             },
             problem: ProblemData::from(&wire).encode_to_vec(),
         })
@@ -313,6 +314,14 @@ pub fn resume_all(
             class: Class::Batch,
             request: stored.request.request_key(),
             waits_on_call: false,
+            // A memoized count starts again from the root, under this
+            // server's limit (its task is never split, so nothing is lost).
+            memo: match stored.request.memo {
+                false => None,
+                true => Some(
+                    convert::memo_limit(&instance.problem, pool.run_memory_limit()).unwrap_or(0),
+                ),
+            },
         };
         let job = pool
             .resume(

@@ -35,7 +35,7 @@ use super::status;
 use super::store::{JobStore, StoreError};
 use crate::puzzles::side_condition;
 use crate::xcc::problem::quote;
-use crate::xcc::Problem;
+use crate::xcc::{Engine, Problem};
 
 /// Settings of the API layer.
 #[derive(Debug, Clone)]
@@ -289,15 +289,32 @@ impl SolverService for SolverApi {
             )));
         }
         let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
-        let engine = convert::engine(req.engine, &problem, self.pool.run_memory_limit())?;
+        let memo = convert::memo(
+            req.memo,
+            (req.limit != 0).then_some(
+                "Solve with memo returns the count of all solutions, not solutions: leave limit at 0",
+            ),
+            req.engine,
+            &problem,
+            false,
+            self.pool.run_memory_limit(),
+        )?;
+        let engine = match memo {
+            Some(_) => Engine::Links,
+            None => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
+        };
         let job = self.submit(
             problem.clone(),
             JobSpec {
                 engine,
-                limit: Some(limit),
+                memo,
+                limit: memo.is_none().then_some(limit),
                 max_nodes: nonzero(req.max_nodes),
-                delivery: Delivery::Keep {
-                    keep: limit as usize,
+                delivery: match memo {
+                    Some(_) => Delivery::CountOnly,
+                    None => Delivery::Keep {
+                        keep: limit as usize,
+                    },
                 },
                 owner: caller.clone(),
                 class: Class::Interactive,
@@ -344,12 +361,7 @@ impl SolverService for SolverApi {
         Ok(Response::new(pb::SolveResponse {
             solutions,
             exhausted: summary.reason == EndReason::Complete,
-            statistics: Some(convert::statistics(
-                &summary.stats,
-                summary.solutions,
-                summary.elapsed,
-                summary.engine,
-            )),
+            statistics: Some(convert::summary_statistics(&summary)),
             reason: convert::end_reason(summary.reason) as i32,
         }))
     }
@@ -374,7 +386,18 @@ impl SolverService for SolverApi {
             ));
         }
         let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
-        let engine = convert::engine(req.engine, &problem, self.pool.run_memory_limit())?;
+        let memo = convert::memo(
+            req.memo,
+            (!req.count_only).then_some("a memoized search answers a count: set count_only"),
+            req.engine,
+            &problem,
+            false,
+            self.pool.run_memory_limit(),
+        )?;
+        let engine = match memo {
+            Some(_) => Engine::Links,
+            None => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
+        };
         let packed_index_bytes = if req.packed_solutions {
             convert::packed_index_bytes(&problem)
         } else {
@@ -397,6 +420,7 @@ impl SolverService for SolverApi {
             problem.clone(),
             JobSpec {
                 engine,
+                memo,
                 limit: nonzero(req.limit),
                 max_nodes: nonzero(req.max_nodes),
                 delivery,
@@ -485,8 +509,24 @@ impl SolverService for SolverApi {
                 ))
             }
         };
+        let condition = puzzle
+            .as_ref()
+            .and_then(|(encoded, _)| side_condition(encoded));
+        let memo = convert::memo(
+            req.memo,
+            (!req.count_only).then_some("a memoized search answers a count: set count_only"),
+            req.engine,
+            &problem,
+            condition.as_ref().is_some_and(|c| c.filters()),
+            self.pool.run_memory_limit(),
+        )?;
+        let engine = match memo {
+            Some(_) => Engine::Links,
+            None => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
+        };
         let mut spec = JobSpec {
-            engine: convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
+            engine,
+            memo,
             limit: nonzero(req.limit),
             max_nodes: nonzero(req.max_nodes),
             delivery: if req.count_only {
@@ -494,9 +534,7 @@ impl SolverService for SolverApi {
             } else {
                 Delivery::Keep { keep }
             },
-            condition: puzzle
-                .as_ref()
-                .and_then(|(encoded, _)| side_condition(encoded)),
+            condition,
             grids: puzzle.as_ref().map(|(encoded, _)| encoded.clone()),
             puzzle: puzzle.map(|(_, puzzle)| puzzle),
             owner: caller.clone(),

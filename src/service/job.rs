@@ -75,6 +75,12 @@ pub struct JobSpec {
     /// the client's deadline. Submitted jobs wait for workers as long as
     /// it takes.
     pub waits_on_call: bool,
+    /// Count by memoized search (Knuth's DLX6) with at most this many bytes
+    /// of cache and ZDD: a count-only job of one task, the root, run on one
+    /// of the server's own threads (never split, never leased to a remote
+    /// worker: its cache is the point, and a remote count could not be
+    /// checked).
+    pub memo: Option<u64>,
 }
 
 /// How the pool schedules a job and which admission limit it counts
@@ -108,6 +114,7 @@ impl Default for JobSpec {
             class: Class::Batch,
             request: None,
             waits_on_call: false,
+            memo: None,
         }
     }
 }
@@ -175,6 +182,9 @@ pub struct Summary {
     pub failure: Option<Failure>,
     /// The engine that searched.
     pub engine: Engine,
+    /// The count in decimal when it passes `u64::MAX` (`solutions` then
+    /// holds `u64::MAX`): only a memoized count gets there.
+    pub exact_solutions: Option<String>,
 }
 
 /// A snapshot of a job for progress reports.
@@ -350,6 +360,8 @@ pub struct Job {
     /// A durable job's writer is done: its end (with every solution before
     /// it) is stored, or the store failed.
     end_stored: AtomicBool,
+    /// See [`Job::set_exact_count`].
+    exact_count: std::sync::OnceLock<String>,
 }
 
 /// A problem as the cluster protocol sends it: a plain problem as its DLX
@@ -395,6 +407,7 @@ impl Job {
             committed: AtomicU64::new(0),
             commits: AtomicU64::new(0),
             end_stored: AtomicBool::new(false),
+            exact_count: std::sync::OnceLock::new(),
         }
     }
 
@@ -553,6 +566,9 @@ impl Job {
             poll_interval: poll_nodes,
             profile: false,
             stop: Some(self.stop.clone()),
+            memo: self.spec.memo.map(|limit| crate::run::MemoRun {
+                memory_limit: Some(limit),
+            }),
         }
     }
 
@@ -638,6 +654,12 @@ impl Job {
         }
     }
 
+    /// A run counted more solutions than `u64::MAX`: their exact number
+    /// (a memoized count; the job has one run).
+    pub(super) fn set_exact_count(&self, text: String) {
+        let _ = self.exact_count.set(text);
+    }
+
     /// Ends the job (called once by the pool when no task is left).
     pub(super) fn finish(&self) -> Summary {
         let reason = self.stop_reason().unwrap_or(EndReason::Complete);
@@ -652,6 +674,7 @@ impl Job {
             elapsed: self.started.elapsed(),
             failure: self.failure.locked().clone(),
             engine: self.spec.engine,
+            exact_solutions: self.exact_count.get().cloned(),
         };
         if reason == EndReason::Complete {
             self.reported_fraction

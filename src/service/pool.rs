@@ -135,7 +135,7 @@ pub enum SubmitError {
     TooManyJobsForCaller(usize),
     #[error("the server is shutting down")]
     ShuttingDown,
-    #[error("this search has a side condition given as code, which only local worker threads can check, and this server has none (start it with --threads 1 or more)")]
+    #[error("this search runs only on the server's own threads (a memoized count, or a side condition given as code), and this server has none (start it with --threads 1 or more)")]
     NeedsLocalThreads,
     /// The job's search can never fit the server's memory for searches.
     #[error("{0}")]
@@ -367,13 +367,20 @@ impl Pool {
         (self.shared.budget.used(), self.shared.budget.total())
     }
 
-    /// What a job on `problem` and `engine` is charged: the problem, and a
-    /// solver on each local thread (a pure coordinator's tasks run
+    /// What a job on `problem` is charged: the problem, and a
+    /// solver of its engine on each local thread (a pure coordinator's tasks run
     /// remotely, and its checker walks paths without the cells' save stack:
     /// links' bound).
-    fn memory_need(&self, problem: &Problem, engine: crate::xcc::Engine) -> u64 {
+    fn memory_need(&self, problem: &Problem, spec: &JobSpec) -> u64 {
         use crate::xcc::memory::{bound, problem_bound};
+        let engine = spec.engine;
         let own = problem_bound(problem);
+        if let Some(limit) = spec.memo {
+            // One run (one task, never split), on one thread: its links
+            // and its cache and ZDD up to their limit.
+            let links = bound(problem, crate::xcc::Engine::Links).unwrap_or(u64::MAX);
+            return links.saturating_add(limit).saturating_add(own);
+        }
         if self.shared.threads == 0 {
             let checker = bound(problem, crate::xcc::Engine::Links).unwrap_or(u64::MAX);
             return checker.saturating_add(own);
@@ -443,7 +450,7 @@ impl Pool {
         if self.shared.threads == 0 && !remote_can_run(&spec) {
             return Err(SubmitError::NeedsLocalThreads);
         }
-        let need = self.memory_need(&problem, spec.engine);
+        let need = self.memory_need(&problem, &spec);
         let total = self.shared.budget.total();
         if resumed.is_none() && need > total {
             return Err(SubmitError::SearchMemoryLimit(crate::xcc::memory::Need {
@@ -933,9 +940,9 @@ fn stalled(job: &Job) -> bool {
 
 /// Whether remote workers can run the job's tasks: they rebuild a side
 /// condition from the puzzle it encodes, and cannot receive one given as
-/// code only.
+/// code only; a memoized count stays on the server's own threads.
 fn remote_can_run(spec: &JobSpec) -> bool {
-    spec.condition.is_none() || spec.puzzle.is_some()
+    (spec.condition.is_none() || spec.puzzle.is_some()) && spec.memo.is_none()
 }
 
 impl Shared {
@@ -1122,6 +1129,9 @@ fn worker(shared: Arc<Shared>, index: usize) {
             &mut port,
         );
         yielded = port.yielded;
+        if let Some(exact) = report.exact_count.clone() {
+            job.set_exact_count(exact);
+        }
         let settlement = ledger
             .settle(report.end, report.found)
             .unwrap_or_else(|error| Settlement {

@@ -68,6 +68,9 @@ impl PuzzleApi {
                     durable: false,
                     engine,
                     waits_on_call: true,
+                    // Memoized counts of puzzles go through CreateJob
+                    // (`memo`), which checks the side condition.
+                    memo: None,
                     // The calls that keep their solutions (SolvePuzzle,
                     // CheckPuzzle) are small ones a client waits on; the
                     // streams are batch work.

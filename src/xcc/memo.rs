@@ -46,6 +46,9 @@ use super::links::{ItemLists, ROOT};
 use super::problem::Problem;
 use super::zdd::{Zdd, ZddBuilder};
 
+/// Nodes between two looks at the stop flag, the memory and the poll.
+pub const POLL_NODES: u64 = 4096;
+
 /// Limits and controls of a memoized count.
 #[derive(Debug, Clone, Default)]
 pub struct MemoConfig {
@@ -115,11 +118,23 @@ pub enum MemoError {
 
 /// Counts all solutions of `problem` and builds their ZDD, as DLX6 does.
 pub fn count(problem: &Problem, config: &MemoConfig) -> Result<MemoOutcome, MemoError> {
+    count_polled(problem, config, &mut |_| true)
+}
+
+/// [`count`], calling `poll` with the figures so far every
+/// [`POLL_NODES`] nodes: the search stops ([`MemoError::Stopped`]) when it
+/// answers false. This is how a transport that cannot share a stop flag
+/// (a pool's port, a node budget) steers a memoized count.
+pub fn count_polled(
+    problem: &Problem,
+    config: &MemoConfig,
+    poll: &mut dyn FnMut(&MemoStats) -> bool,
+) -> Result<MemoOutcome, MemoError> {
     if problem.has_multiplicities() {
         return Err(MemoError::Multiplicities);
     }
     let mut search = Memo::new(problem);
-    search.run(config)?;
+    search.run(config, poll)?;
     let zdd = search.zdd.finish(search.root);
     Ok(MemoOutcome {
         stats: search.stats,
@@ -428,28 +443,42 @@ impl Memo {
     /// Hides the option of node `rr` from every list but `rr`'s own.
     #[inline]
     fn hide(&mut self, rr: u32) {
+        let nd = self.nd.as_mut_ptr();
+        let (prev, next) = (self.prev.as_mut_ptr(), self.next.as_mut_ptr());
+        let second = self.second;
+        let mut updates = 0;
         let mut nn = rr + 1;
-        while nn != rr {
-            let node = self.nd[nn as usize];
-            if node.itm <= 0 {
-                nn = node.up;
-                continue;
+        // SAFETY: every link, `itm` of a node and active-list index points
+        // inside `nd`, `prev` and `next` by construction (`Memo::new`), and
+        // the dance only ever copies such indices. The innermost loop of
+        // the search, so without bounds checks, field by field as Knuth's
+        // C (see links.rs' hide).
+        unsafe {
+            while nn != rr {
+                let node = nd.add(nn as usize);
+                let itm = (*node).itm;
+                if itm <= 0 {
+                    nn = (*node).up;
+                    continue;
+                }
+                if (*node).color >= 0 {
+                    let (up, down) = ((*node).up, (*node).down);
+                    (*nd.add(up as usize)).down = down;
+                    (*nd.add(down as usize)).up = up;
+                }
+                updates += 1;
+                let cc = itm as u32;
+                let t = (*nd.add(cc as usize)).itm - 1;
+                (*nd.add(cc as usize)).itm = t;
+                if t == 0 && cc >= second {
+                    let (l, r) = (*prev.add(cc as usize), *next.add(cc as usize));
+                    *next.add(l as usize) = r;
+                    *prev.add(r as usize) = l;
+                }
+                nn += 1;
             }
-            if node.color >= 0 {
-                self.nd[node.up as usize].down = node.down;
-                self.nd[node.down as usize].up = node.up;
-            }
-            self.stats.updates += 1;
-            let cc = node.itm as u32;
-            let t = self.nd[cc as usize].itm - 1;
-            self.nd[cc as usize].itm = t;
-            if t == 0 && cc >= self.second {
-                let (l, r) = (self.prev[cc as usize], self.next[cc as usize]);
-                self.next[l as usize] = r;
-                self.prev[r as usize] = l;
-            }
-            nn += 1;
         }
+        self.stats.updates += updates;
     }
 
     fn uncover(&mut self, c: u32) {
@@ -463,28 +492,37 @@ impl Memo {
         self.prev[r as usize] = c;
     }
 
+    /// Undoes [`Self::hide`], going leftward.
     #[inline]
     fn unhide(&mut self, rr: u32) {
+        let nd = self.nd.as_mut_ptr();
+        let (prev, next) = (self.prev.as_mut_ptr(), self.next.as_mut_ptr());
+        let second = self.second;
         let mut nn = rr - 1;
-        while nn != rr {
-            let node = self.nd[nn as usize];
-            if node.itm <= 0 {
-                nn = node.down;
-                continue;
+        // SAFETY: as in `hide`.
+        unsafe {
+            while nn != rr {
+                let node = nd.add(nn as usize);
+                let itm = (*node).itm;
+                if itm <= 0 {
+                    nn = (*node).down;
+                    continue;
+                }
+                if (*node).color >= 0 {
+                    let (up, down) = ((*node).up, (*node).down);
+                    (*nd.add(up as usize)).down = nn;
+                    (*nd.add(down as usize)).up = nn;
+                }
+                let cc = itm as u32;
+                let t = (*nd.add(cc as usize)).itm + 1;
+                (*nd.add(cc as usize)).itm = t;
+                if t == 1 && cc >= second {
+                    let (l, r) = (*prev.add(cc as usize), *next.add(cc as usize));
+                    *next.add(l as usize) = cc;
+                    *prev.add(r as usize) = cc;
+                }
+                nn -= 1;
             }
-            if node.color >= 0 {
-                self.nd[node.up as usize].down = nn;
-                self.nd[node.down as usize].up = nn;
-            }
-            let cc = node.itm as u32;
-            let t = self.nd[cc as usize].itm + 1;
-            self.nd[cc as usize].itm = t;
-            if t == 1 && cc >= self.second {
-                let (l, r) = (self.prev[cc as usize], self.next[cc as usize]);
-                self.next[l as usize] = cc;
-                self.prev[r as usize] = cc;
-            }
-            nn -= 1;
         }
     }
 
@@ -605,7 +643,11 @@ impl Memo {
     }
 
     /// DLX6's "Solve the problem", its gotos as states.
-    fn run(&mut self, config: &MemoConfig) -> Result<(), MemoError> {
+    fn run(
+        &mut self,
+        config: &MemoConfig,
+        poll: &mut dyn FnMut(&MemoStats) -> bool,
+    ) -> Result<(), MemoError> {
         if self.next[ROOT as usize] == ROOT {
             // No primary item: the empty set is the one solution.
             self.stats.nodes = 1;
@@ -629,11 +671,12 @@ impl Memo {
             match step {
                 Step::Forward => {
                     self.stats.nodes += 1;
-                    if self.stats.nodes & 4095 == 0 {
+                    if self.stats.nodes.is_multiple_of(POLL_NODES) {
                         if config
                             .stop
                             .as_ref()
                             .is_some_and(|s| s.load(Ordering::Relaxed))
+                            || !poll(&self.stats)
                         {
                             return Err(MemoError::Stopped {
                                 nodes: self.stats.nodes,

@@ -9,6 +9,7 @@ pub mod estimate;
 mod links;
 pub mod memo;
 pub mod memory;
+pub mod preprocess;
 pub mod problem;
 pub mod search;
 pub mod task;

@@ -9,9 +9,19 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Iterator, List, Optional
+
+# Python 3.9's subprocess forks (3.10 and later vfork, which runs no fork
+# handlers): grpcio's fork handlers (1.80 and later, grpc/grpc#43055) then
+# restart its poller in the child, which dies on a closed epoll descriptor
+# before it execs, so that a server these tests start while a channel is
+# open exits at once. They are off unless the environment says otherwise,
+# set before grpc is imported.
+if sys.version_info < (3, 10):
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 import pytest
 

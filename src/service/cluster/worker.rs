@@ -531,6 +531,7 @@ fn run_lease(
                 stats: Default::default(),
                 found: 0,
                 delivered: 0,
+                exact_count: None,
             };
             return pb::task_ended(lease.lease, &report);
         }
@@ -552,6 +553,7 @@ fn run_lease(
                 stats: Default::default(),
                 found: 0,
                 delivered: 0,
+                exact_count: None,
             };
             return pb::task_ended(lease.lease, &report);
         }

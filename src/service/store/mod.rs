@@ -156,6 +156,9 @@ pub struct StoredRequest {
     pub request_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_digest: Option<String>,
+    /// A memoized count (CreateJob's `memo`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub memo: bool,
 }
 
 impl StoredRequest {
