@@ -199,6 +199,36 @@ fn solve_with_preprocess_counts_and_lists_the_same_solutions() {
     assert!(text(&out.stderr).contains("Preprocessed (DLX-PRE): Removed 3 options and 4 items"));
 }
 
+/// The costs printed by `--cheapest 10`: "N: cost C" lines.
+fn cheapest_costs(stdin: &[u8]) -> Vec<String> {
+    let out = xccd(&["solve", "-", "--cheapest", "10"], stdin);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(": cost "))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_reduced_problem_keeps_its_options_costs() {
+    // DLX-PRE removes `A D` and `B C D` (no solution holds them); the
+    // options it keeps keep their DLX5 costs, so the cheapest solutions
+    // of the reduced problem are the input's.
+    let input = b"A B C D\nA B |3\nC D |1\nA C |2\nB D |5\nA D |4\nB |9\nB C D |6\n";
+    let out = xccd(&["preprocess"], input);
+    assert!(out.status.success());
+    let reduced = text(&out.stdout);
+    assert_eq!(
+        reduced,
+        " A B C D\n A B |3\n A C |2\n B D |5\n B |9\n C D |1\n"
+    );
+    assert!(text(&out.stderr).contains("Removed 2 options and 0 items"));
+    let costs = cheapest_costs(input);
+    assert_eq!(costs, ["1: cost 4", "2: cost 7"]);
+    assert_eq!(cheapest_costs(reduced.as_bytes()), costs);
+}
+
 #[test]
 fn a_primary_item_in_no_option_is_all_dlx_pre_prints() {
     // C is in no option from the start: 0 rounds, every option and item

@@ -151,6 +151,10 @@ impl Reduced {
                     out.push_str(&p.colors()[c as usize]);
                 }
             }
+            // DLX-PRE has no costs; a DLX5 input keeps them, as DLX5 reads.
+            if p.cost(k) > 0 {
+                let _ = write!(out, " |{}", p.cost(k));
+            }
             out.push('\n');
             if verbose & SHOW_ORIG_NOS != 0 {
                 let _ = writeln!(out, "| (from {})", self.from[k]);
@@ -908,10 +912,16 @@ impl<'a> Pre<'a> {
                     let t = self.option_entries(r, &mut entries);
                     let names = &self.names;
                     let colors = self.colors;
-                    b.option(entries.iter().map(|&(c, k)| EntrySpec {
-                        item: names[c],
-                        color: (k > 0).then(|| colors[k as usize - 1].as_str()),
-                    }))
+                    // A kept option keeps its cost (DLX5's `|n`): removing
+                    // options that are in no solution changes no solution's
+                    // cost, so `--cheapest` finds the same ones after it.
+                    b.option_with_cost(
+                        entries.iter().map(|&(c, k)| EntrySpec {
+                            item: names[c],
+                            color: (k > 0).then(|| colors[k as usize - 1].as_str()),
+                        }),
+                        input.cost(self.input_option[t - 1]),
+                    )
                     .expect("entries of a valid input");
                     origin.push(self.input_option[t - 1]);
                     from.push(t);
