@@ -385,7 +385,9 @@ impl Memo {
     }
 
     /// The signature of the current state as DLX6 builds it, by scanning
-    /// the active items: what [`Signature`] keeps up to date.
+    /// the active items: what [`Signature`] keeps up to date (the unit
+    /// tests check it at every lookup).
+    #[cfg(test)]
     fn scan_signature(&self) -> Vec<u64> {
         let mut words = vec![0u64; self.words];
         let mut k = self.prev[self.last_itm as usize];
