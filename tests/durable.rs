@@ -574,6 +574,82 @@ async fn a_job_past_its_byte_limit_fails_naming_the_limit() {
     );
 }
 
+/// A durable memoized count killed while it runs counts again from the
+/// root after the restart, once: its count, nodes and updates are those of
+/// one uninterrupted `xccd solve --memo` (not a sum with the lost run's),
+/// its count past 2^64-1 exact in `solutions_decimal`, and the same read
+/// back from the store after another restart.
+#[tokio::test]
+async fn a_memoized_job_killed_while_it_counts_counts_again_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = common::dominoes::dominoes(16, 16);
+    let file = dir.path().join("dominoes16.dlx");
+    std::fs::write(&file, &text).unwrap();
+    let cli = Command::new(XCCD)
+        .args(["solve", "--memo", "--count"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(cli.status.success());
+    let count = String::from_utf8(cli.stdout).unwrap().trim().to_string();
+    let stderr = String::from_utf8(cli.stderr).unwrap();
+    let figure = |before: &str| -> u64 {
+        let at = stderr.find(before).unwrap();
+        stderr[..at]
+            .split_whitespace()
+            .last()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let (nodes, updates) = (figure(" nodes,"), figure(" updates"));
+
+    let addr = free_port();
+    let data = dir.path().join("data");
+    let mut server = serve("memo", &data, addr, &["--threads", "1"]);
+    let mut client = connect(addr, &mut server).await;
+    let job = client
+        .create_job(pb::CreateJobRequest {
+            source: Some(pb::create_job_request::Source::Problem(pb::Problem {
+                source: Some(pb::problem::Source::Dlx(text.clone())),
+            })),
+            count_only: true,
+            memo: true,
+            ..Default::default()
+        })
+        .await
+        .expect("CreateJob")
+        .into_inner()
+        .job
+        .unwrap()
+        .name;
+    let start = Instant::now();
+    while get(&mut client, &job).await.state() != pb::JobState::Running {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{job} never runs"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    server.kill9();
+    let mut server = serve("memo-2", &data, addr, &["--threads", "1"]);
+    let mut client = connect(addr, &mut server).await;
+    let done = wait_done(&mut client, &job, Duration::from_secs(120)).await;
+    assert_eq!(done.state(), pb::JobState::Succeeded, "{done:?}");
+    let summary = done.summary.expect("a summary");
+    let statistics = summary.statistics.expect("statistics");
+    assert_eq!(statistics.solutions_decimal, count);
+    assert_eq!(summary.solutions, u64::MAX);
+    assert_eq!((statistics.nodes, statistics.updates), (nodes, updates));
+    server.terminate();
+    let mut server = serve("memo-3", &data, addr, &["--threads", "1"]);
+    let mut client = connect(addr, &mut server).await;
+    let stored = get(&mut client, &job).await;
+    assert_eq!(stored.state(), pb::JobState::Succeeded);
+    let statistics = stored.summary.unwrap().statistics.unwrap();
+    assert_eq!(statistics.solutions_decimal, count);
+}
+
 /// The error of a failed job's `summary`: a google.rpc.Status of `code`
 /// with an ErrorInfo of domain "xccd" and `reason`.
 fn failed_with(summary: &pb::Summary, code: Code, reason: &str) -> tonic_types::Status {

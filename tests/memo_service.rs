@@ -12,6 +12,7 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use common::dominoes::dominoes;
 use tonic::transport::Channel;
 use tonic::Code;
 use xccd::service::proto as pb;
@@ -26,29 +27,6 @@ fn dlx(text: String) -> Option<pb::Problem> {
     Some(pb::Problem {
         source: Some(pb::problem::Source::Dlx(text)),
     })
-}
-
-/// The domino tilings of an m x n board: an item per cell, an option per
-/// domino (written here, independently of bench/gen/domino.py).
-fn dominoes(m: usize, n: usize) -> String {
-    let mut text = String::new();
-    for r in 0..m {
-        for c in 0..n {
-            text.push_str(&format!("{r}_{c} "));
-        }
-    }
-    text.push('\n');
-    for r in 0..m {
-        for c in 0..n {
-            if c + 1 < n {
-                text.push_str(&format!("{r}_{c} {r}_{}\n", c + 1));
-            }
-            if r + 1 < m {
-                text.push_str(&format!("{r}_{c} {}_{c}\n", r + 1));
-            }
-        }
-    }
-    text
 }
 
 async fn connect(addr: std::net::SocketAddr) -> Client {

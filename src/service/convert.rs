@@ -404,10 +404,14 @@ pub fn memo(
 }
 
 /// What a memoized count of `problem` may give its cache and ZDD when one
-/// search may take `memory_limit` bytes: the rest after its links.
+/// search may take `memory_limit` bytes: the rest after its links and the
+/// problem itself, so that the job's charge (the pool's `memory_need`: the
+/// three together) is one search's memory.
 pub fn memo_limit(problem: &Problem, memory_limit: u64) -> Result<u64, crate::xcc::memory::Need> {
-    let links = crate::xcc::memory::check(problem, Engine::Links, memory_limit)?;
-    Ok(memory_limit - links)
+    let own = crate::xcc::memory::problem_bound(problem);
+    let links =
+        crate::xcc::memory::check(problem, Engine::Links, memory_limit.saturating_sub(own))?;
+    Ok(memory_limit - own - links)
 }
 
 /// RESOURCE_EXHAUSTED for a search that cannot fit its memory limit, with

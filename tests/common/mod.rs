@@ -18,6 +18,7 @@
 //! Include with `mod common;` from a test crate.
 
 pub mod cluster;
+pub mod dominoes;
 pub mod futoshiki;
 pub mod hidato;
 pub mod hitori;

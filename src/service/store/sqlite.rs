@@ -109,6 +109,12 @@ fn classify(dir: &Path, error: StoreError) -> StoreError {
     }
 }
 
+/// A count as SQLite's integer: past `i64::MAX` (a memoized count's
+/// solutions), `i64::MAX`, never a negative number.
+fn as_sql(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
 fn json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("store records serialize")
 }
@@ -640,11 +646,13 @@ impl JobStore for SqliteStore {
                         bytes += (data.len() as u64 + CHUNK_OVERHEAD) as i64;
                     }
                     Write::Snapshot(s) => {
-                        committed = committed.max((s.solutions as i64).min(written));
+                        committed = committed.max(as_sql(s.solutions).min(written));
                         snapshot = Some(json(s));
                     }
                     Write::Ended { solutions, message } => {
-                        committed = (*solutions as i64).min(written);
+                        // Counted solutions past i64::MAX (a memoized count)
+                        // must not wrap: they are not stored anyway.
+                        committed = as_sql(*solutions).min(written);
                         ended = Some(message.clone());
                     }
                 }
