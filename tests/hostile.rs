@@ -622,6 +622,12 @@ fn dlx_valid_ish() -> BoxedStrategy<String> {
             (
                 subsequence((0..7usize).collect::<Vec<_>>(), 1..=4),
                 prop::collection::vec(color, 4),
+                // DLX5's costs, some too large or not numbers.
+                prop_oneof![
+                    6 => Just(""),
+                    3 => select(vec![" |1", " |7", " |0", " |2 |3"]),
+                    1 => select(vec![" |4294967295", " |4294967296", " |x", " |-1", " |"]),
+                ],
             ),
             0..=6,
         ),
@@ -638,7 +644,7 @@ fn dlx_valid_ish() -> BoxedStrategy<String> {
             }
             let all: Vec<&str> = primary.iter().chain(&secondary).copied().collect();
             let mut text = line.join(" ") + "\n";
-            for (items, colors) in options {
+            for (items, colors, cost) in options {
                 let tokens: Vec<String> = items
                     .iter()
                     .filter(|&&i| i < all.len())
@@ -649,6 +655,7 @@ fn dlx_valid_ish() -> BoxedStrategy<String> {
                     })
                     .collect();
                 text += &tokens.join(" ");
+                text += cost;
                 text += "\n";
             }
             text
@@ -748,10 +755,11 @@ fn structured() -> BoxedStrategy<pb::StructuredProblem> {
     (
         prop::collection::vec(item, 0..=5),
         prop::collection::vec(
-            prop::collection::vec(entry, 0..=4).prop_map(|entries| pb::ProblemOption {
-                entries,
-                ..Default::default()
-            }),
+            (
+                prop::collection::vec(entry, 0..=4),
+                prop_oneof![4 => Just(0u32), 2 => select(vec![1u32, 5]), 1 => Just(u32::MAX)],
+            )
+                .prop_map(|(entries, cost)| pb::ProblemOption { entries, cost }),
             0..=6,
         ),
     )
@@ -1222,6 +1230,16 @@ fn engine() -> BoxedStrategy<i32> {
     prop_oneof![5 => select(vec![0, 1, 2]), 1 => any::<i32>()].boxed()
 }
 
+/// The cheapest field (K): mostly unset, else in DLX5's range or past it.
+fn cheapest() -> BoxedStrategy<u32> {
+    prop_oneof![
+        6 => Just(0u32),
+        3 => select(vec![1u32, 2, 10, 15_000]),
+        1 => select(vec![15_001u32, 100_001, u32::MAX]),
+    ]
+    .boxed()
+}
+
 fn call() -> BoxedStrategy<Call> {
     let solve = (
         problem(),
@@ -1230,9 +1248,10 @@ fn call() -> BoxedStrategy<Call> {
         max_nodes(),
         engine(),
         any::<bool>(),
+        cheapest(),
     )
         .prop_map(
-            |(problem, limit, include_option_text, max_nodes, engine, memo)| {
+            |(problem, limit, include_option_text, max_nodes, engine, memo, cheapest)| {
                 Call::Solve(pb::SolveRequest {
                     problem,
                     limit,
@@ -1240,6 +1259,7 @@ fn call() -> BoxedStrategy<Call> {
                     max_nodes,
                     engine,
                     memo,
+                    cheapest,
                 })
             },
         );

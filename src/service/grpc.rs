@@ -299,20 +299,40 @@ impl SolverService for SolverApi {
             false,
             self.pool.run_memory_limit(),
         )?;
-        let engine = match memo {
-            Some(_) => Engine::Links,
-            None => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
+        let cheapest = convert::cheapest(
+            req.cheapest,
+            if req.limit != 0 {
+                Some("Solve returns the K cheapest solutions, K its number: leave limit at 0")
+            } else if u64::from(req.cheapest) > self.config.max_solve_limit {
+                Some("K exceeds this server's limit of solutions for Solve")
+            } else {
+                None
+            },
+            req.memo,
+            req.engine,
+            &problem,
+            false,
+            self.pool.run_memory_limit(),
+        )?;
+        let engine = match (memo, cheapest) {
+            (Some(_), _) | (_, Some(_)) => Engine::Links,
+            _ => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
         };
         let job = self.submit(
             problem.clone(),
             JobSpec {
                 engine,
                 memo,
-                limit: memo.is_none().then_some(limit),
+                cheapest,
+                // The cheapest-solutions search ends with its K solutions
+                // (no limit to stop it before: they would not be the
+                // cheapest).
+                limit: (memo.is_none() && cheapest.is_none()).then_some(limit),
                 max_nodes: nonzero(req.max_nodes),
-                delivery: match memo {
-                    Some(_) => Delivery::CountOnly,
-                    None => Delivery::Keep {
+                delivery: match (memo, cheapest) {
+                    (Some(_), _) => Delivery::CountOnly,
+                    (None, Some(k)) => Delivery::Keep { keep: k },
+                    (None, None) => Delivery::Keep {
                         keep: limit as usize,
                     },
                 },

@@ -463,6 +463,8 @@ pub struct KeptSolutions {
     texts: Vec<Box<str>>,
     /// A puzzle job's solutions as grids, in order (empty otherwise).
     grids: Vec<Box<str>>,
+    /// Each solution's cost, in order (empty for a problem without costs).
+    costs: Vec<u64>,
 }
 
 impl KeptSolutions {
@@ -495,12 +497,20 @@ impl KeptSolutions {
                 .collect(),
             None => Vec::new(),
         };
+        let costs = match problem.has_costs() {
+            true => kept
+                .iter()
+                .map(|s| super::convert::solution_cost(problem, s))
+                .collect(),
+            false => Vec::new(),
+        };
         KeptSolutions {
             indices,
             ends,
             options,
             texts,
             grids,
+            costs,
         }
     }
 
@@ -530,6 +540,7 @@ impl KeptSolutions {
             .take(n)
             .enumerate()
             .map(|(i, indices)| pb::Solution {
+                cost: self.costs.get(i).copied().unwrap_or(0),
                 option_indices: indices.to_vec(),
                 option_texts: indices.iter().map(|&o| self.text(o).to_string()).collect(),
                 grid: self.grids.get(i).map(|text| pb::PuzzleSolution {
