@@ -66,6 +66,9 @@ fn option_set(problem: &Problem, options: &[u32]) -> String {
     keys.join("; ")
 }
 
+/// DLX5's numbers for the solutions it found, by option set and cost.
+type Finds = BTreeMap<(String, u64), Vec<u64>>;
+
 async fn connect(addr: std::net::SocketAddr) -> Client {
     let channel = Channel::from_shared(format!("http://{addr}"))
         .unwrap()
@@ -102,7 +105,7 @@ async fn solve_gives_dlx5s_cheapest_solutions_costs_and_figures() {
     let mut client = connect(server.addr).await;
     // Every solution DLX5 found, by (case, k): its numbers by option set
     // and cost (options with the same items may differ in cost only).
-    let mut found: BTreeMap<(String, String), BTreeMap<(String, u64), Vec<u64>>> = BTreeMap::new();
+    let mut found: BTreeMap<(String, String), Finds> = BTreeMap::new();
     for row in table("dlx5-solutions.tsv") {
         found
             .entry((row[0].clone(), row[1].clone()))
@@ -331,7 +334,7 @@ async fn a_node_budget_or_a_deadline_stops_the_search() {
         ..Default::default()
     });
     request.set_timeout(whole / 10);
-    let status = client.solve(request).await.err().expect("cut short");
+    let status = client.solve(request).await.expect_err("cut short");
     assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
     let started = Instant::now();
     let reply = solve(
@@ -407,7 +410,7 @@ async fn refusals_name_the_field() {
         ),
     ];
     for (request, reason, words) in cases {
-        let status = client.solve(request).await.err().expect("refused");
+        let status = client.solve(request).await.expect_err("refused");
         assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
         assert_eq!(reason_of(&status), reason, "{status:?}");
         assert!(status.message().starts_with("cheapest: "), "{status:?}");
@@ -438,8 +441,7 @@ async fn refusals_name_the_field() {
             ..Default::default()
         })
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
     assert_eq!(reason_of(&status), "NEEDS_LOCAL_THREADS");
     assert!(status.message().contains("cheapest"), "{status:?}");
