@@ -5,7 +5,8 @@
 //! --cheapest K` keeps, as option sets in DLX5's order of discovery
 //! (bench/dlx5-solutions.tsv), each with its cost; a structured problem's
 //! option costs count as DLX text's `|n`; a node budget and a deadline
-//! stop the search; and each refusal with its field, reason and code.
+//! stop the search; Enumerate and CreateJob give what Solve gives; and
+//! each refusal with its field, reason and code.
 
 #![allow(clippy::needless_update)]
 
@@ -445,4 +446,132 @@ async fn refusals_name_the_field() {
     assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
     assert_eq!(reason_of(&status), "NEEDS_LOCAL_THREADS");
     assert!(status.message().contains("cheapest"), "{status:?}");
+}
+
+/// Solutions as (cost, option indices).
+fn costed(solutions: &[pb::Solution]) -> Vec<(u64, Vec<u32>)> {
+    solutions
+        .iter()
+        .map(|s| (s.cost, s.option_indices.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enumerate_and_create_job_give_what_solve_gives() {
+    let server = common::cluster::server(2, 1024).await;
+    let mut client = connect(server.addr).await;
+    let rooms = || dlx(instance("costs/rooms12"));
+    let solved = solve(
+        &mut client,
+        pb::SolveRequest {
+            problem: rooms(),
+            cheapest: 10,
+            ..Default::default()
+        },
+    )
+    .await;
+    let expected = costed(&solved.solutions);
+    assert_eq!(expected.len(), 10);
+    let stats = solved.statistics.unwrap();
+
+    // A stream, in batches of 3.
+    let mut stream = client
+        .enumerate(pb::EnumerateRequest {
+            problem: rooms(),
+            cheapest: 10,
+            batch_size: 3,
+            ..Default::default()
+        })
+        .await
+        .expect("accepted")
+        .into_inner();
+    let (mut streamed, mut batches, mut summary) = (Vec::new(), Vec::new(), None);
+    while let Some(event) = tokio::time::timeout(Duration::from_secs(60), stream.message())
+        .await
+        .expect("an event within a minute")
+        .expect("the stream ends OK")
+    {
+        match event.event {
+            Some(pb::enumerate_response::Event::Solutions(batch)) => {
+                batches.push(batch.solutions.len());
+                streamed.extend(costed(&batch.solutions));
+            }
+            Some(pb::enumerate_response::Event::Summary(s)) => summary = Some(s),
+            _ => {}
+        }
+    }
+    assert_eq!(streamed, expected);
+    assert!(batches.iter().all(|&n| n <= 3), "{batches:?}");
+    let summary = summary.expect("a summary");
+    assert_eq!(summary.reason, pb::EndReason::Complete as i32);
+    assert_eq!(summary.solutions, 10);
+    let figures = summary.statistics.unwrap();
+    assert_eq!(
+        (figures.nodes, figures.updates, figures.cleansings),
+        (stats.nodes, stats.updates, stats.cleansings)
+    );
+
+    // A job keeps its K, and GetJob returns them.
+    let job = client
+        .create_job(pb::CreateJobRequest {
+            source: Some(pb::create_job_request::Source::Problem(rooms().unwrap())),
+            cheapest: 10,
+            ..Default::default()
+        })
+        .await
+        .expect("CreateJob OK")
+        .into_inner()
+        .job
+        .unwrap();
+    let mut watch = client
+        .watch_job(pb::WatchJobRequest {
+            name: job.name.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    while tokio::time::timeout(Duration::from_secs(60), watch.message())
+        .await
+        .expect("an event within a minute")
+        .expect("the watch ends OK")
+        .is_some()
+    {}
+    let reply = client
+        .get_job(pb::GetJobRequest {
+            name: job.name.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let summary = reply.job.unwrap().summary.unwrap();
+    assert_eq!(summary.reason, pb::EndReason::Complete as i32);
+    assert_eq!(costed(&reply.solutions), expected);
+
+    // Their own refusals, by field.
+    let status = client
+        .enumerate(pb::EnumerateRequest {
+            problem: rooms(),
+            cheapest: 10,
+            count_only: true,
+            ..Default::default()
+        })
+        .await
+        .expect_err("refused");
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    assert!(status.message().contains("count_only"), "{status:?}");
+    assert_eq!(fields_of(&status), ["cheapest"]);
+    let status = client
+        .create_job(pb::CreateJobRequest {
+            source: Some(pb::create_job_request::Source::Problem(rooms().unwrap())),
+            cheapest: 10,
+            limit: 5,
+            ..Default::default()
+        })
+        .await
+        .expect_err("refused");
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    assert!(status.message().contains("limit"), "{status:?}");
+    assert_eq!(fields_of(&status), ["cheapest"]);
 }

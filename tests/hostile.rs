@@ -1274,6 +1274,7 @@ fn call() -> BoxedStrategy<Call> {
         engine(),
         any::<bool>(),
         any::<bool>(),
+        cheapest(),
     )
         .prop_map(
             |(
@@ -1287,6 +1288,7 @@ fn call() -> BoxedStrategy<Call> {
                 engine,
                 packed_solutions,
                 memo,
+                cheapest,
             )| {
                 Call::Enumerate(pb::EnumerateRequest {
                     problem,
@@ -1299,6 +1301,7 @@ fn call() -> BoxedStrategy<Call> {
                     engine,
                     packed_solutions,
                     memo,
+                    cheapest,
                 })
             },
         );
@@ -1309,9 +1312,10 @@ fn call() -> BoxedStrategy<Call> {
         any::<bool>(),
         max_nodes(),
         engine(),
+        cheapest(),
     )
         .prop_map(
-            |(problem, limit, keep_solutions, include_option_text, max_nodes, engine)| {
+            |(problem, limit, keep_solutions, include_option_text, max_nodes, engine, cheapest)| {
                 Call::CreateJob(pb::CreateJobRequest {
                     source: problem.map(pb::create_job_request::Source::Problem),
                     limit,
@@ -1319,6 +1323,7 @@ fn call() -> BoxedStrategy<Call> {
                     include_option_text,
                     max_nodes,
                     engine,
+                    cheapest,
                     ..Default::default()
                 })
             },

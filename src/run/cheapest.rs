@@ -141,24 +141,40 @@ pub fn run_cheapest<P: Port>(
     let wanted = spec
         .limit
         .map_or(count, |l| count.min(l.saturating_add(spec.skip)));
-    let mut solutions = Solutions::default();
-    if spec.want_solutions {
-        for s in &outcome.solutions[spec.skip.min(wanted) as usize..wanted as usize] {
+    let new = wanted.saturating_sub(spec.skip);
+    let fresh = &outcome.solutions[spec.skip.min(wanted) as usize..wanted as usize];
+    if !spec.want_solutions && new > 0 {
+        let batch = Batch {
+            first: spec.skip,
+            count: new,
+            solutions: Solutions::default(),
+        };
+        // A forced batch is always taken, whatever the port answers.
+        let _ = port.deliver(batch, true);
+    }
+    // Batches of at most the spec's size, as a search delivers them.
+    let mut first = spec.skip;
+    for chunk in fresh
+        .chunks(spec.batch_size.max(1))
+        .filter(|_| spec.want_solutions)
+    {
+        let mut solutions = Solutions::with_capacity(chunk.len(), 0);
+        for s in chunk {
             // Solutions travel with their indices ascending.
             let mut options: Vec<u32> = s.options.iter().map(|&o| o as u32).collect();
             options.sort_unstable();
             solutions.push(&options);
         }
-    }
-    let new = wanted.saturating_sub(spec.skip);
-    if new > 0 {
-        let batch = Batch {
-            first: spec.skip,
-            count: new,
-            solutions,
-        };
-        // A forced batch is always taken, whatever the port answers.
-        let _ = port.deliver(batch, true);
+        let count = chunk.len() as u64;
+        let _ = port.deliver(
+            Batch {
+                first,
+                count,
+                solutions,
+            },
+            true,
+        );
+        first += count;
     }
     let end = if wanted < count {
         RunEnd::Stopped(Stop::SolutionLimit)
@@ -243,6 +259,21 @@ mod tests {
         );
         assert_eq!(p.taken.len(), 1);
         let got: Vec<Vec<u32>> = p.taken[0].solutions.iter().map(|s| s.to_vec()).collect();
+        // Batches of the spec's size, one after another.
+        let small = RunSpec {
+            batch_size: 2,
+            ..spec.clone()
+        };
+        let mut q = port(Control::Continue);
+        run_cheapest(&problem, &Task::root(), &small, 5, false, &mut q);
+        let firsts: Vec<(u64, u64)> = q.taken.iter().map(|b| (b.first, b.count)).collect();
+        assert_eq!(firsts, [(0, 2), (2, 2), (4, 1)]);
+        let again: Vec<Vec<u32>> = q
+            .taken
+            .iter()
+            .flat_map(|b| b.solutions.iter().map(|s| s.to_vec()).collect::<Vec<_>>())
+            .collect();
+        assert_eq!(again, got);
         let want: Vec<Vec<u32>> = expected
             .solutions
             .iter()

@@ -414,9 +414,24 @@ impl SolverService for SolverApi {
             false,
             self.pool.run_memory_limit(),
         )?;
-        let engine = match memo {
-            Some(_) => Engine::Links,
-            None => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
+        let cheapest = convert::cheapest(
+            req.cheapest,
+            if req.count_only {
+                Some("the cheapest-solutions search answers solutions: leave count_only unset")
+            } else if req.limit != 0 {
+                Some("the stream sends the K cheapest solutions, K its number: leave limit at 0")
+            } else {
+                None
+            },
+            req.memo,
+            req.engine,
+            &problem,
+            false,
+            self.pool.run_memory_limit(),
+        )?;
+        let engine = match (memo, cheapest) {
+            (Some(_), _) | (_, Some(_)) => Engine::Links,
+            _ => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
         };
         let packed_index_bytes = if req.packed_solutions {
             convert::packed_index_bytes(&problem)
@@ -441,6 +456,7 @@ impl SolverService for SolverApi {
             JobSpec {
                 engine,
                 memo,
+                cheapest,
                 limit: nonzero(req.limit),
                 max_nodes: nonzero(req.max_nodes),
                 delivery,
@@ -540,13 +556,34 @@ impl SolverService for SolverApi {
             condition.as_ref().is_some_and(|c| c.filters()),
             self.pool.run_memory_limit(),
         )?;
-        let engine = match memo {
-            Some(_) => Engine::Links,
-            None => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
+        let cheapest = convert::cheapest(
+            req.cheapest,
+            if req.count_only {
+                Some("the cheapest-solutions search answers solutions: leave count_only unset")
+            } else if req.limit != 0 {
+                Some("the job finds the K cheapest solutions, K its number: leave limit at 0")
+            } else {
+                None
+            },
+            req.memo,
+            req.engine,
+            &problem,
+            condition.as_ref().is_some_and(|c| c.filters()),
+            self.pool.run_memory_limit(),
+        )?;
+        let engine = match (memo, cheapest) {
+            (Some(_), _) | (_, Some(_)) => Engine::Links,
+            _ => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
+        };
+        // The job keeps its K cheapest unless keep_solutions says fewer.
+        let keep = match cheapest {
+            Some(k) if req.keep_solutions == 0 => k,
+            _ => keep,
         };
         let mut spec = JobSpec {
             engine,
             memo,
+            cheapest,
             limit: nonzero(req.limit),
             max_nodes: nonzero(req.max_nodes),
             delivery: if req.count_only {
