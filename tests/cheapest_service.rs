@@ -575,3 +575,98 @@ async fn enumerate_and_create_job_give_what_solve_gives() {
     assert!(status.message().contains("limit"), "{status:?}");
     assert_eq!(fields_of(&status), ["cheapest"]);
 }
+
+/// A server of one thread keeping durable jobs in `dir`.
+async fn durable_server(dir: &std::path::Path) -> xccd::service::server::RunningServer {
+    xccd::service::server::start(xccd::service::server::ServeConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        pool: xccd::service::PoolConfig {
+            threads: 1,
+            poll_nodes: 1024,
+            ..xccd::service::PoolConfig::default()
+        },
+        data_dir: Some(dir.to_path_buf()),
+        ..xccd::service::server::ServeConfig::default()
+    })
+    .await
+    .expect("the server starts on loopback")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_job_stores_its_k_and_searches_again_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = || dlx(instance("costs/domino12x12"));
+    let server = durable_server(dir.path()).await;
+    let mut client = connect(server.addr).await;
+    let expected = costed(
+        &solve(
+            &mut client,
+            pb::SolveRequest {
+                problem: long(),
+                cheapest: 10,
+                ..Default::default()
+            },
+        )
+        .await
+        .solutions,
+    );
+    assert_eq!(expected.len(), 10);
+    let job = client
+        .create_job(pb::CreateJobRequest {
+            source: Some(pb::create_job_request::Source::Problem(long().unwrap())),
+            cheapest: 10,
+            ..Default::default()
+        })
+        .await
+        .expect("CreateJob OK")
+        .into_inner()
+        .job
+        .unwrap();
+    // Stopped mid-search by a shutdown: nothing delivered yet.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let running = client
+        .get_job(pb::GetJobRequest {
+            name: job.name.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(running.job.unwrap().summary.is_none(), "still searching");
+    drop(client);
+    server.shutdown().await.expect("clean shutdown");
+    let server = durable_server(dir.path()).await;
+    let mut client = connect(server.addr).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let summary = loop {
+        let got = client
+            .get_job(pb::GetJobRequest {
+                name: job.name.clone(),
+                ..Default::default()
+            })
+            .await
+            .expect("the job is still known")
+            .into_inner();
+        if let Some(summary) = got.job.unwrap().summary {
+            break summary;
+        }
+        assert!(Instant::now() < deadline, "the resumed job ends");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        summary.reason,
+        pb::EndReason::Complete as i32,
+        "{summary:?}"
+    );
+    let page = client
+        .list_job_solutions(pb::ListJobSolutionsRequest {
+            name: job.name.clone(),
+            page_size: 100,
+            ..Default::default()
+        })
+        .await
+        .expect("stored solutions")
+        .into_inner();
+    assert_eq!(costed(&page.solutions), expected);
+    server.shutdown().await.expect("clean shutdown");
+}

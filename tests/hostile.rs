@@ -363,7 +363,11 @@ impl IsSummary for pb::EnumeratePuzzleResponse {
     }
 }
 
-/// Reads at most `read` messages, then drops the stream.
+/// Reads at most `read` messages, then drops the stream; drops it too
+/// once it has answered for half of [`CALL_BOUND`]: a long search with no
+/// deadline (a count-only stream of an empty sudoku) sends a progress
+/// event a second and is alive, not hung. A stream silent from its start
+/// is left to the caller's bound.
 async fn drain<T: IsSummary>(
     stream: Result<tonic::Response<Streaming<T>>, Status>,
     read: usize,
@@ -372,9 +376,15 @@ async fn drain<T: IsSummary>(
         Ok(s) => s.into_inner(),
         Err(status) => return Outcome::Status(status),
     };
+    let alive_for = tokio::time::Instant::now() + CALL_BOUND / 2;
     let (mut messages, mut summary) = (0, false);
     while messages < read {
-        match stream.message().await {
+        let next = match tokio::time::timeout_at(alive_for, stream.message()).await {
+            Ok(next) => next,
+            Err(_) if messages > 0 => break,
+            Err(_) => stream.message().await,
+        };
+        match next {
             Ok(Some(m)) => {
                 messages += 1;
                 summary |= m.is_summary();

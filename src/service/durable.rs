@@ -123,6 +123,7 @@ impl Durability {
                 request_digest: job.spec.request.as_ref().map(|key| key.digest.clone()),
                 memo: job.spec.memo.is_some(),
                 cheapest: job.spec.cheapest.map(|k| k as u32),
+                costs: job.problem.has_costs(),
             },
             problem: ProblemData::from(&wire).encode_to_vec(),
         })

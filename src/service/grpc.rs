@@ -820,15 +820,16 @@ impl SolverService for SolverApi {
         let from = page_token::decode(&req.page_token, list, "")
             .map_err(|e| status::invalid_because(status::Reason::InvalidPageToken, e.to_string()))?
             .unwrap_or(0);
-        let puzzle_job = match &entry {
-            Entry::Live(job) => job.spec.grids.is_some(),
-            Entry::Ended(record) => {
-                record.message.puzzle_kind != pb::PuzzleKind::Unspecified as i32
-            }
+        let (puzzle_job, costs) = match &entry {
+            Entry::Live(job) => (job.spec.grids.is_some(), job.problem.has_costs()),
+            Entry::Ended(record) => (
+                record.message.puzzle_kind != pb::PuzzleKind::Unspecified as i32,
+                record.costs,
+            ),
         };
         // Rebuilt only when the page needs it: for option text, the packed
-        // form's index width, or a puzzle job's grids.
-        let problem = match req.include_option_text || req.packed_solutions || puzzle_job {
+        // form's index width, a puzzle job's grids, or its solutions' costs.
+        let problem = match req.include_option_text || req.packed_solutions || puzzle_job || costs {
             true => Some(stored_problem(store.clone(), entry.clone()).await?),
             false => None,
         };

@@ -66,6 +66,9 @@ pub struct Record {
     pub packed_index_bytes: u32,
     /// The CreateJob request key it was made with, if any.
     pub request: Option<RequestKey>,
+    /// Whether its problem's options have costs: its solutions' messages
+    /// then need the problem (Solution.cost), even without option text.
+    pub costs: bool,
     bytes: usize,
     ended: Instant,
 }
@@ -87,6 +90,7 @@ impl Record {
             solutions: KeptSolutions::default(),
             packed_index_bytes: 0,
             request: job.request.request_key(),
+            costs: job.request.costs,
             bytes: 0,
             ended: Instant::now(),
         })
@@ -285,6 +289,7 @@ impl JobRegistry {
             solutions: KeptSolutions::default(),
             packed_index_bytes: 0,
             request: job.request.request_key(),
+            costs: job.request.costs,
             bytes: 0,
             ended: Instant::now(),
         };
@@ -402,6 +407,7 @@ impl JobRegistry {
             solutions,
             packed_index_bytes: convert::packed_index_bytes(&job.problem),
             request: job.spec.request.clone(),
+            costs: job.problem.has_costs(),
             bytes,
             ended: job
                 .summary()
