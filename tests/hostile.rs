@@ -363,7 +363,11 @@ impl IsSummary for pb::EnumeratePuzzleResponse {
     }
 }
 
-/// Reads at most `read` messages, then drops the stream.
+/// Reads at most `read` messages, then drops the stream; drops it too
+/// once it has answered for half of [`CALL_BOUND`]: a long search with no
+/// deadline (a count-only stream of an empty sudoku) sends a progress
+/// event a second and is alive, not hung. A stream silent from its start
+/// is left to the caller's bound.
 async fn drain<T: IsSummary>(
     stream: Result<tonic::Response<Streaming<T>>, Status>,
     read: usize,
@@ -372,9 +376,15 @@ async fn drain<T: IsSummary>(
         Ok(s) => s.into_inner(),
         Err(status) => return Outcome::Status(status),
     };
+    let alive_for = tokio::time::Instant::now() + CALL_BOUND / 2;
     let (mut messages, mut summary) = (0, false);
     while messages < read {
-        match stream.message().await {
+        let next = match tokio::time::timeout_at(alive_for, stream.message()).await {
+            Ok(next) => next,
+            Err(_) if messages > 0 => break,
+            Err(_) => stream.message().await,
+        };
+        match next {
             Ok(Some(m)) => {
                 messages += 1;
                 summary |= m.is_summary();
@@ -622,6 +632,12 @@ fn dlx_valid_ish() -> BoxedStrategy<String> {
             (
                 subsequence((0..7usize).collect::<Vec<_>>(), 1..=4),
                 prop::collection::vec(color, 4),
+                // DLX5's costs, some too large or not numbers.
+                prop_oneof![
+                    6 => Just(""),
+                    3 => select(vec![" |1", " |7", " |0", " |2 |3"]),
+                    1 => select(vec![" |4294967295", " |4294967296", " |x", " |-1", " |"]),
+                ],
             ),
             0..=6,
         ),
@@ -638,7 +654,7 @@ fn dlx_valid_ish() -> BoxedStrategy<String> {
             }
             let all: Vec<&str> = primary.iter().chain(&secondary).copied().collect();
             let mut text = line.join(" ") + "\n";
-            for (items, colors) in options {
+            for (items, colors, cost) in options {
                 let tokens: Vec<String> = items
                     .iter()
                     .filter(|&&i| i < all.len())
@@ -649,6 +665,7 @@ fn dlx_valid_ish() -> BoxedStrategy<String> {
                     })
                     .collect();
                 text += &tokens.join(" ");
+                text += cost;
                 text += "\n";
             }
             text
@@ -748,10 +765,11 @@ fn structured() -> BoxedStrategy<pb::StructuredProblem> {
     (
         prop::collection::vec(item, 0..=5),
         prop::collection::vec(
-            prop::collection::vec(entry, 0..=4).prop_map(|entries| pb::ProblemOption {
-                entries,
-                ..Default::default()
-            }),
+            (
+                prop::collection::vec(entry, 0..=4),
+                prop_oneof![4 => Just(0u32), 2 => select(vec![1u32, 5]), 1 => Just(u32::MAX)],
+            )
+                .prop_map(|(entries, cost)| pb::ProblemOption { entries, cost }),
             0..=6,
         ),
     )
@@ -1222,6 +1240,16 @@ fn engine() -> BoxedStrategy<i32> {
     prop_oneof![5 => select(vec![0, 1, 2]), 1 => any::<i32>()].boxed()
 }
 
+/// The cheapest field (K): mostly unset, else in DLX5's range or past it.
+fn cheapest() -> BoxedStrategy<u32> {
+    prop_oneof![
+        6 => Just(0u32),
+        3 => select(vec![1u32, 2, 10, 15_000]),
+        1 => select(vec![15_001u32, 100_001, u32::MAX]),
+    ]
+    .boxed()
+}
+
 fn call() -> BoxedStrategy<Call> {
     let solve = (
         problem(),
@@ -1230,9 +1258,10 @@ fn call() -> BoxedStrategy<Call> {
         max_nodes(),
         engine(),
         any::<bool>(),
+        cheapest(),
     )
         .prop_map(
-            |(problem, limit, include_option_text, max_nodes, engine, memo)| {
+            |(problem, limit, include_option_text, max_nodes, engine, memo, cheapest)| {
                 Call::Solve(pb::SolveRequest {
                     problem,
                     limit,
@@ -1240,6 +1269,7 @@ fn call() -> BoxedStrategy<Call> {
                     max_nodes,
                     engine,
                     memo,
+                    cheapest,
                 })
             },
         );
@@ -1254,6 +1284,7 @@ fn call() -> BoxedStrategy<Call> {
         engine(),
         any::<bool>(),
         any::<bool>(),
+        cheapest(),
     )
         .prop_map(
             |(
@@ -1267,6 +1298,7 @@ fn call() -> BoxedStrategy<Call> {
                 engine,
                 packed_solutions,
                 memo,
+                cheapest,
             )| {
                 Call::Enumerate(pb::EnumerateRequest {
                     problem,
@@ -1279,6 +1311,7 @@ fn call() -> BoxedStrategy<Call> {
                     engine,
                     packed_solutions,
                     memo,
+                    cheapest,
                 })
             },
         );
@@ -1289,9 +1322,10 @@ fn call() -> BoxedStrategy<Call> {
         any::<bool>(),
         max_nodes(),
         engine(),
+        cheapest(),
     )
         .prop_map(
-            |(problem, limit, keep_solutions, include_option_text, max_nodes, engine)| {
+            |(problem, limit, keep_solutions, include_option_text, max_nodes, engine, cheapest)| {
                 Call::CreateJob(pb::CreateJobRequest {
                     source: problem.map(pb::create_job_request::Source::Problem),
                     limit,
@@ -1299,6 +1333,7 @@ fn call() -> BoxedStrategy<Call> {
                     include_option_text,
                     max_nodes,
                     engine,
+                    cheapest,
                     ..Default::default()
                 })
             },

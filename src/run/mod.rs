@@ -24,10 +24,13 @@
 //! - **How a run ended**: one type, [`RunEnd`].
 //! - **Memoized counts** (Knuth's DLX6) run through the same ports
 //!   ([`run_memo`], chosen by [`RunSpec::memo`]): root only, never split.
+//!   So do searches for the cheapest solutions (Knuth's DLX5,
+//!   [`run_cheapest`], chosen by [`RunSpec::cheapest`]).
 //!
 //! Like [`crate::xcc`], this layer is synchronous and does no I/O: no async
 //! runtime, no network.
 
+mod cheapest;
 mod condition;
 mod ledger;
 mod memo;
@@ -35,6 +38,7 @@ mod region;
 mod runner;
 mod solutions;
 
+pub use cheapest::{cheapest_refusal, run_cheapest};
 pub use condition::SideCondition;
 pub use ledger::{verify_solution, Failure, Ledger, LedgerError, RunPoint, Settlement, Work};
 pub use memo::{memo_refusal, run_memo};

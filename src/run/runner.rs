@@ -40,6 +40,10 @@ pub struct RunSpec {
     /// Count by memoized search instead ([`super::run_memo`]): the root
     /// task only, count-only, never split.
     pub memo: Option<MemoRun>,
+    /// Find this many cheapest solutions instead (Knuth's DLX5,
+    /// [`super::run_cheapest`]): the root task only, never split, its
+    /// solutions delivered when the search ends.
+    pub cheapest: Option<usize>,
 }
 
 /// A memoized count's limit: the most bytes its cache and ZDD may take.
@@ -61,6 +65,7 @@ impl Default for RunSpec {
             profile: false,
             stop: None,
             memo: None,
+            cheapest: None,
         }
     }
 }
@@ -186,6 +191,16 @@ pub fn run_task<P: Port>(
             task,
             spec,
             memo.memory_limit,
+            condition.is_some_and(|c| c.filters()),
+            port,
+        );
+    }
+    if let Some(k) = spec.cheapest {
+        return super::cheapest::run_cheapest(
+            problem,
+            task,
+            spec,
+            k,
             condition.is_some_and(|c| c.filters()),
             port,
         );

@@ -158,12 +158,13 @@ fn structured(s: pb::StructuredProblem, limits: &ProblemLimits) -> Result<Proble
                 item: &e.item,
                 color: (!e.color.is_empty()).then_some(e.color.as_str()),
             });
-        b.option(specs).map_err(|e| {
-            let at = entry_of_error(&e, option)
-                .map(|k| format!(".entries[{k}]"))
-                .unwrap_or_default();
-            status::invalid(format!("problem.structured.options[{o}]{at}: {e}"))
-        })?;
+        b.option_with_cost(specs, u64::from(option.cost))
+            .map_err(|e| {
+                let at = entry_of_error(&e, option)
+                    .map(|k| format!(".entries[{k}]"))
+                    .unwrap_or_default();
+                status::invalid(format!("problem.structured.options[{o}]{at}: {e}"))
+            })?;
     }
     b.build()
         .map_err(|e| status::invalid(format!("problem.structured: {e}")))
@@ -305,6 +306,7 @@ fn little_endian(words: Vec<u32>) -> prost::bytes::Bytes {
 pub fn solution(problem: &Problem, indices: &[u32], with_text: bool) -> pb::Solution {
     pb::Solution {
         grid: None,
+        cost: solution_cost(problem, indices),
         option_indices: indices.to_vec(),
         option_texts: if with_text {
             indices
@@ -315,6 +317,16 @@ pub fn solution(problem: &Problem, indices: &[u32], with_text: bool) -> pb::Solu
             Vec::new()
         },
     }
+}
+
+/// A solution's cost: the sum of its options' costs. The runs and the
+/// pool carry option indices only; the cost is added up again here, from
+/// the problem's costs (at most 2^32-1 an option, so no sum overflows).
+pub fn solution_cost(problem: &Problem, indices: &[u32]) -> u64 {
+    if !problem.has_costs() {
+        return 0;
+    }
+    indices.iter().map(|&o| problem.cost(o as usize)).sum()
 }
 
 /// A job's problem as the messages of its solutions need it: its options'
@@ -401,6 +413,53 @@ pub fn memo(
     memo_limit(problem, memory_limit)
         .map(Some)
         .map_err(|need| memory_limit_status(&need))
+}
+
+/// The cheapest-solutions search a request asks for (its `cheapest`
+/// field, K): `None` for 0. INVALID_ARGUMENT naming `cheapest` when it
+/// cannot run: `conflict` (the request's own reason, e.g. a limit), `memo`
+/// asked too, an engine other than links, K out of range, multiplicities,
+/// a `restricted` side condition; RESOURCE_EXHAUSTED when its links do not
+/// fit `memory_limit`.
+pub fn cheapest(
+    requested: u32,
+    conflict: Option<&str>,
+    memo: bool,
+    engine: i32,
+    problem: &Problem,
+    restricted: bool,
+    memory_limit: u64,
+) -> Result<Option<usize>, Status> {
+    if requested == 0 {
+        return Ok(None);
+    }
+    // DLX5's bound on K (LIMIT_EXCEEDED past it).
+    let k = status::count("cheapest", requested, 0, crate::xcc::cheapest::MAX_K)?;
+    if let Some(conflict) = conflict {
+        return Err(status::invalid(format!("cheapest: {conflict}")));
+    }
+    if memo {
+        return Err(status::invalid(
+            "cheapest: a memoized count is another search: ask for memo or cheapest, not both",
+        ));
+    }
+    if !matches!(
+        pb::Engine::try_from(engine),
+        Ok(pb::Engine::Unspecified | pb::Engine::Links)
+    ) {
+        return Err(status::invalid(
+            "cheapest: the cheapest-solutions search is its own search (DLX5's, on dancing \
+             links): leave engine unset",
+        ));
+    }
+    if let Some(why) =
+        crate::run::cheapest_refusal(problem, &crate::xcc::Task::root(), k, restricted)
+    {
+        return Err(status::invalid(format!("cheapest: {why}")));
+    }
+    crate::xcc::memory::check(problem, Engine::Links, memory_limit)
+        .map_err(|need| memory_limit_status(&need))?;
+    Ok(Some(k))
 }
 
 /// What a memoized count of `problem` may give its cache and ZDD when one

@@ -122,6 +122,8 @@ impl Durability {
                 request_id: job.spec.request.as_ref().map(|key| key.id.clone()),
                 request_digest: job.spec.request.as_ref().map(|key| key.digest.clone()),
                 memo: job.spec.memo.is_some(),
+                cheapest: job.spec.cheapest.map(|k| k as u32),
+                costs: job.problem.has_costs(),
             },
             problem: ProblemData::from(&wire).encode_to_vec(),
         })
@@ -322,6 +324,9 @@ pub fn resume_all(
                     convert::memo_limit(&instance.problem, pool.run_memory_limit()).unwrap_or(0),
                 ),
             },
+            // Likewise the cheapest solutions: found again from the root
+            // (they are delivered only when the search ends).
+            cheapest: stored.request.cheapest.map(|k| k as usize),
         };
         let job = pool
             .resume(

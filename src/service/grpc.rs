@@ -299,20 +299,40 @@ impl SolverService for SolverApi {
             false,
             self.pool.run_memory_limit(),
         )?;
-        let engine = match memo {
-            Some(_) => Engine::Links,
-            None => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
+        let cheapest = convert::cheapest(
+            req.cheapest,
+            if req.limit != 0 {
+                Some("Solve returns the K cheapest solutions, K its number: leave limit at 0")
+            } else if u64::from(req.cheapest) > self.config.max_solve_limit {
+                Some("K exceeds this server's limit of solutions for Solve")
+            } else {
+                None
+            },
+            req.memo,
+            req.engine,
+            &problem,
+            false,
+            self.pool.run_memory_limit(),
+        )?;
+        let engine = match (memo, cheapest) {
+            (Some(_), _) | (_, Some(_)) => Engine::Links,
+            _ => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
         };
         let job = self.submit(
             problem.clone(),
             JobSpec {
                 engine,
                 memo,
-                limit: memo.is_none().then_some(limit),
+                cheapest,
+                // The cheapest-solutions search ends with its K solutions
+                // (no limit to stop it before: they would not be the
+                // cheapest).
+                limit: (memo.is_none() && cheapest.is_none()).then_some(limit),
                 max_nodes: nonzero(req.max_nodes),
-                delivery: match memo {
-                    Some(_) => Delivery::CountOnly,
-                    None => Delivery::Keep {
+                delivery: match (memo, cheapest) {
+                    (Some(_), _) => Delivery::CountOnly,
+                    (None, Some(k)) => Delivery::Keep { keep: k },
+                    (None, None) => Delivery::Keep {
                         keep: limit as usize,
                     },
                 },
@@ -394,9 +414,24 @@ impl SolverService for SolverApi {
             false,
             self.pool.run_memory_limit(),
         )?;
-        let engine = match memo {
-            Some(_) => Engine::Links,
-            None => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
+        let cheapest = convert::cheapest(
+            req.cheapest,
+            if req.count_only {
+                Some("the cheapest-solutions search answers solutions: leave count_only unset")
+            } else if req.limit != 0 {
+                Some("the stream sends the K cheapest solutions, K its number: leave limit at 0")
+            } else {
+                None
+            },
+            req.memo,
+            req.engine,
+            &problem,
+            false,
+            self.pool.run_memory_limit(),
+        )?;
+        let engine = match (memo, cheapest) {
+            (Some(_), _) | (_, Some(_)) => Engine::Links,
+            _ => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
         };
         let packed_index_bytes = if req.packed_solutions {
             convert::packed_index_bytes(&problem)
@@ -421,6 +456,7 @@ impl SolverService for SolverApi {
             JobSpec {
                 engine,
                 memo,
+                cheapest,
                 limit: nonzero(req.limit),
                 max_nodes: nonzero(req.max_nodes),
                 delivery,
@@ -520,13 +556,34 @@ impl SolverService for SolverApi {
             condition.as_ref().is_some_and(|c| c.filters()),
             self.pool.run_memory_limit(),
         )?;
-        let engine = match memo {
-            Some(_) => Engine::Links,
-            None => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
+        let cheapest = convert::cheapest(
+            req.cheapest,
+            if req.count_only {
+                Some("the cheapest-solutions search answers solutions: leave count_only unset")
+            } else if req.limit != 0 {
+                Some("the job finds the K cheapest solutions, K its number: leave limit at 0")
+            } else {
+                None
+            },
+            req.memo,
+            req.engine,
+            &problem,
+            condition.as_ref().is_some_and(|c| c.filters()),
+            self.pool.run_memory_limit(),
+        )?;
+        let engine = match (memo, cheapest) {
+            (Some(_), _) | (_, Some(_)) => Engine::Links,
+            _ => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
+        };
+        // The job keeps its K cheapest unless keep_solutions says fewer.
+        let keep = match cheapest {
+            Some(k) if req.keep_solutions == 0 => k,
+            _ => keep,
         };
         let mut spec = JobSpec {
             engine,
             memo,
+            cheapest,
             limit: nonzero(req.limit),
             max_nodes: nonzero(req.max_nodes),
             delivery: if req.count_only {
@@ -763,15 +820,16 @@ impl SolverService for SolverApi {
         let from = page_token::decode(&req.page_token, list, "")
             .map_err(|e| status::invalid_because(status::Reason::InvalidPageToken, e.to_string()))?
             .unwrap_or(0);
-        let puzzle_job = match &entry {
-            Entry::Live(job) => job.spec.grids.is_some(),
-            Entry::Ended(record) => {
-                record.message.puzzle_kind != pb::PuzzleKind::Unspecified as i32
-            }
+        let (puzzle_job, costs) = match &entry {
+            Entry::Live(job) => (job.spec.grids.is_some(), job.problem.has_costs()),
+            Entry::Ended(record) => (
+                record.message.puzzle_kind != pb::PuzzleKind::Unspecified as i32,
+                record.costs,
+            ),
         };
         // Rebuilt only when the page needs it: for option text, the packed
-        // form's index width, or a puzzle job's grids.
-        let problem = match req.include_option_text || req.packed_solutions || puzzle_job {
+        // form's index width, a puzzle job's grids, or its solutions' costs.
+        let problem = match req.include_option_text || req.packed_solutions || puzzle_job || costs {
             true => Some(stored_problem(store.clone(), entry.clone()).await?),
             false => None,
         };

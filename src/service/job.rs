@@ -81,6 +81,11 @@ pub struct JobSpec {
     /// worker: its cache is the point, and a remote count could not be
     /// checked).
     pub memo: Option<u64>,
+    /// Find this many cheapest solutions (Knuth's DLX5): a job of one
+    /// task, the root, run on one of the server's own threads (never split,
+    /// never leased: its pruning depends on every solution found before),
+    /// its solutions delivered when the search ends.
+    pub cheapest: Option<usize>,
 }
 
 /// How the pool schedules a job and which admission limit it counts
@@ -115,6 +120,7 @@ impl Default for JobSpec {
             request: None,
             waits_on_call: false,
             memo: None,
+            cheapest: None,
         }
     }
 }
@@ -569,6 +575,7 @@ impl Job {
             memo: self.spec.memo.map(|limit| crate::run::MemoRun {
                 memory_limit: Some(limit),
             }),
+            cheapest: self.spec.cheapest,
         }
     }
 

@@ -66,6 +66,9 @@ pub struct Record {
     pub packed_index_bytes: u32,
     /// The CreateJob request key it was made with, if any.
     pub request: Option<RequestKey>,
+    /// Whether its problem's options have costs: its solutions' messages
+    /// then need the problem (Solution.cost), even without option text.
+    pub costs: bool,
     bytes: usize,
     ended: Instant,
 }
@@ -87,6 +90,7 @@ impl Record {
             solutions: KeptSolutions::default(),
             packed_index_bytes: 0,
             request: job.request.request_key(),
+            costs: job.request.costs,
             bytes: 0,
             ended: Instant::now(),
         })
@@ -285,6 +289,7 @@ impl JobRegistry {
             solutions: KeptSolutions::default(),
             packed_index_bytes: 0,
             request: job.request.request_key(),
+            costs: job.request.costs,
             bytes: 0,
             ended: Instant::now(),
         };
@@ -402,6 +407,7 @@ impl JobRegistry {
             solutions,
             packed_index_bytes: convert::packed_index_bytes(&job.problem),
             request: job.spec.request.clone(),
+            costs: job.problem.has_costs(),
             bytes,
             ended: job
                 .summary()
@@ -463,6 +469,8 @@ pub struct KeptSolutions {
     texts: Vec<Box<str>>,
     /// A puzzle job's solutions as grids, in order (empty otherwise).
     grids: Vec<Box<str>>,
+    /// Each solution's cost, in order (empty for a problem without costs).
+    costs: Vec<u64>,
 }
 
 impl KeptSolutions {
@@ -495,12 +503,20 @@ impl KeptSolutions {
                 .collect(),
             None => Vec::new(),
         };
+        let costs = match problem.has_costs() {
+            true => kept
+                .iter()
+                .map(|s| super::convert::solution_cost(problem, s))
+                .collect(),
+            false => Vec::new(),
+        };
         KeptSolutions {
             indices,
             ends,
             options,
             texts,
             grids,
+            costs,
         }
     }
 
@@ -530,6 +546,7 @@ impl KeptSolutions {
             .take(n)
             .enumerate()
             .map(|(i, indices)| pb::Solution {
+                cost: self.costs.get(i).copied().unwrap_or(0),
                 option_indices: indices.to_vec(),
                 option_texts: indices.iter().map(|&o| self.text(o).to_string()).collect(),
                 grid: self.grids.get(i).map(|text| pb::PuzzleSolution {

@@ -135,7 +135,7 @@ pub enum SubmitError {
     TooManyJobsForCaller(usize),
     #[error("the server is shutting down")]
     ShuttingDown,
-    #[error("this search runs only on the server's own threads (a memoized count, or a side condition given as code), and this server has none (start it with --threads 1 or more)")]
+    #[error("this search runs only on the server's own threads (a memoized count, the cheapest solutions, or a side condition given as code), and this server has none (start it with --threads 1 or more)")]
     NeedsLocalThreads,
     /// The job's search can never fit the server's memory for searches.
     #[error("{0}")]
@@ -380,6 +380,17 @@ impl Pool {
             // and its cache and ZDD up to their limit.
             let links = bound(problem, crate::xcc::Engine::Links).unwrap_or(u64::MAX);
             return links.saturating_add(limit).saturating_add(own);
+        }
+        if let Some(k) = spec.cheapest {
+            // One run on one thread: its links, a net cost per node, and
+            // the K solutions it keeps.
+            let links = bound(problem, crate::xcc::Engine::Links).unwrap_or(u64::MAX);
+            let costs = (problem.entries() as u64 + problem.options().len() as u64) * 8;
+            let kept = (k as u64).saturating_mul(problem.max_solution_len() as u64 * 8 + 64);
+            return links
+                .saturating_add(costs)
+                .saturating_add(kept)
+                .saturating_add(own);
         }
         if self.shared.threads == 0 {
             let checker = bound(problem, crate::xcc::Engine::Links).unwrap_or(u64::MAX);
@@ -940,9 +951,12 @@ fn stalled(job: &Job) -> bool {
 
 /// Whether remote workers can run the job's tasks: they rebuild a side
 /// condition from the puzzle it encodes, and cannot receive one given as
-/// code only; a memoized count stays on the server's own threads.
+/// code only; a memoized count and a cheapest-solutions search (one task
+/// each, never split) stay on the server's own threads.
 fn remote_can_run(spec: &JobSpec) -> bool {
-    (spec.condition.is_none() || spec.puzzle.is_some()) && spec.memo.is_none()
+    (spec.condition.is_none() || spec.puzzle.is_some())
+        && spec.memo.is_none()
+        && spec.cheapest.is_none()
 }
 
 impl Shared {

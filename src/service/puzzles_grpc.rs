@@ -71,6 +71,7 @@ impl PuzzleApi {
                     // Memoized counts of puzzles go through CreateJob
                     // (`memo`), which checks the side condition.
                     memo: None,
+                    cheapest: None,
                     // The calls that keep their solutions (SolvePuzzle,
                     // CheckPuzzle) are small ones a client waits on; the
                     // streams are batch work.

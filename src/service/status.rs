@@ -105,7 +105,7 @@ reasons! {
     JobNotStored = "JOB_NOT_STORED", FailedPrecondition, None;
     /// The server has no job store (`--data-dir`) for what was asked.
     NoJobStore = "NO_JOB_STORE", FailedPrecondition, None;
-    /// The search runs only on the server's own threads (a memoized count, a side condition given as code), and the server has none.
+    /// The search runs only on the server's own threads (a memoized count, the cheapest solutions, a side condition given as code), and the server has none.
     NeedsLocalThreads = "NEEDS_LOCAL_THREADS", FailedPrecondition, None;
     /// The server's queue of jobs is full; try again later.
     TooManyJobs = "TOO_MANY_JOBS", ResourceExhausted, Some(BUSY_RETRY);

@@ -89,6 +89,10 @@ pub enum CheapestError {
     Multiplicities,
     #[error("k must be between 1 and {MAX_K} (as in DLX5), not {0}")]
     KOutOfRange(usize),
+    /// The poll of [`cheapest_polled`] answered false: the solutions kept
+    /// so far need not be the cheapest, so none are given.
+    #[error("the cheapest-solutions search was stopped after {nodes} search nodes")]
+    Stopped { nodes: u64 },
 }
 
 /// Finds the `config.k` cheapest solutions of `problem` as DLX5 does.
@@ -106,6 +110,20 @@ pub fn cheapest_with(
     config: &CheapestConfig,
     found: impl FnMut(&CostedSolution),
 ) -> Result<CheapestOutcome, CheapestError> {
+    cheapest_polled(problem, config, u64::MAX, found, &mut |_| true)
+}
+
+/// Like [`cheapest_with`], also calling `poll` with the figures so far
+/// every `interval` nodes: the search stops ([`CheapestError::Stopped`])
+/// when it answers false. This is how a pool's port (a stop, a deadline, a
+/// node budget) steers the search; polling changes none of DLX5's figures.
+pub fn cheapest_polled(
+    problem: &Problem,
+    config: &CheapestConfig,
+    interval: u64,
+    found: impl FnMut(&CostedSolution),
+    poll: &mut dyn FnMut(&CheapestStats) -> bool,
+) -> Result<CheapestOutcome, CheapestError> {
     if problem.has_multiplicities() {
         return Err(CheapestError::Multiplicities);
     }
@@ -117,11 +135,12 @@ pub fn cheapest_with(
         problem.items().len(),
         problem.colors().len(),
     );
-    Ok(if narrow {
-        Search::<Narrow>::new(problem, config.k).run(found)
+    let interval = interval.max(1);
+    if narrow {
+        Search::<Narrow>::new(problem, config.k).run(found, interval, poll)
     } else {
-        Search::<Wide>::new(problem, config.k).run(found)
-    })
+        Search::<Wide>::new(problem, config.k).run(found, interval, poll)
+    }
 }
 
 /// An entry of DLX5's heap of the k best net costs: a cost and the slot
@@ -396,7 +415,12 @@ impl<N: NodeRepr> Search<N> {
         slot
     }
 
-    fn run(mut self, mut found: impl FnMut(&CostedSolution)) -> CheapestOutcome {
+    fn run(
+        mut self,
+        mut found: impl FnMut(&CostedSolution),
+        interval: u64,
+        poll: &mut dyn FnMut(&CheapestStats) -> bool,
+    ) -> Result<CheapestOutcome, CheapestError> {
         #[derive(Clone, Copy)]
         enum Step {
             Forward,
@@ -417,6 +441,15 @@ impl<N: NodeRepr> Search<N> {
             step = match step {
                 Step::Forward => {
                     self.stats.nodes += 1;
+                    if self.stats.nodes.is_multiple_of(interval) {
+                        self.stats.updates = self.links.updates;
+                        self.stats.cleansings = self.links.cleansings;
+                        if !poll(&self.stats) {
+                            return Err(CheapestError::Stopped {
+                                nodes: self.stats.nodes,
+                            });
+                        }
+                    }
                     let (item, t) = self.choose(curcost);
                     best = item;
                     if t == 0 {
@@ -483,10 +516,10 @@ impl<N: NodeRepr> Search<N> {
             .map(|b| std::mem::take(&mut kept[b.slot as usize]))
             .collect();
         solutions.sort_by_key(|s| s.found);
-        CheapestOutcome {
+        Ok(CheapestOutcome {
             stats: self.stats,
             solutions,
-        }
+        })
     }
 
     /// A solution of net cost `nextcost`: a node, an entry in the heap.

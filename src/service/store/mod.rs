@@ -159,6 +159,13 @@ pub struct StoredRequest {
     /// A memoized count (CreateJob's `memo`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub memo: bool,
+    /// The K cheapest solutions (CreateJob's `cheapest`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cheapest: Option<u32>,
+    /// Whether the problem's options have costs (its solutions' messages
+    /// carry Solution.cost, so reading them needs the problem).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub costs: bool,
 }
 
 impl StoredRequest {
