@@ -184,10 +184,17 @@ impl Signature {
     /// Item `k`'s field now holds `value`.
     #[inline(always)]
     fn set(&mut self, k: u32, value: u32) {
-        let old = self.value[k as usize];
-        let place = self.place[k as usize];
-        self.words[place.word as usize] ^= u64::from(old ^ value) << place.shift;
-        self.value[k as usize] = value;
+        debug_assert!((k as usize) < self.value.len());
+        // SAFETY: `k` is an item (1..last_itm), and `place` and `value`
+        // have a slot for every item, `words` a word for every place
+        // (`Memo::prepare_signatures`); called from the dance's inner loop.
+        unsafe {
+            let old = *self.value.get_unchecked(k as usize);
+            let place = *self.place.get_unchecked(k as usize);
+            *self.words.get_unchecked_mut(place.word as usize) ^=
+                u64::from(old ^ value) << place.shift;
+            *self.value.get_unchecked_mut(k as usize) = value;
+        }
     }
 
     /// The hash of the signature's words (a multiply-rotate mix).
@@ -494,10 +501,12 @@ impl Memo {
         self.prev[r as usize] = l;
         self.sig.set(c, 0);
         self.stats.updates += 1;
+        let last_itm = self.last_itm;
         let mut rr = self.nd[c as usize].down;
-        while rr >= self.last_itm {
+        while rr >= last_itm {
             self.hide(rr);
-            rr = self.nd[rr as usize].down;
+            // SAFETY: as in `hide`: a list's links point inside `nd`.
+            rr = unsafe { (*self.nd.as_ptr().add(rr as usize)).down };
         }
     }
 
@@ -544,10 +553,12 @@ impl Memo {
     }
 
     fn uncover(&mut self, c: u32) {
+        let last_itm = self.last_itm;
         let mut rr = self.nd[c as usize].up;
-        while rr >= self.last_itm {
+        while rr >= last_itm {
             self.unhide(rr);
-            rr = self.nd[rr as usize].up;
+            // SAFETY: as in `hide`.
+            rr = unsafe { (*self.nd.as_ptr().add(rr as usize)).up };
         }
         let (l, r) = (self.prev[c as usize], self.next[c as usize]);
         self.next[l as usize] = c;
