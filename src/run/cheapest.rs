@@ -195,34 +195,7 @@ mod tests {
     use super::*;
     use crate::xcc::dlx_format;
 
-    /// A port that takes everything and answers one control.
-    struct Answering {
-        control: Control,
-        polls: u64,
-        taken: Vec<Batch>,
-    }
-
-    impl Port for Answering {
-        fn deliver(&mut self, batch: Batch, _force: bool) -> super::super::Taken {
-            self.taken.push(batch);
-            super::super::Taken::All
-        }
-        fn control(&mut self, _: &ProgressView<'_>) -> Control {
-            self.polls += 1;
-            self.control
-        }
-        fn given_away(&mut self, _: Task, _: u64) {
-            unreachable!("the cheapest-solutions search gives nothing away")
-        }
-    }
-
-    fn port(control: Control) -> Answering {
-        Answering {
-            control,
-            polls: 0,
-            taken: Vec::new(),
-        }
-    }
+    use crate::run::testing::port;
 
     /// Queens with a cost on each option: its row times its column.
     fn costly_queens(n: usize) -> Problem {

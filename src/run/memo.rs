@@ -177,34 +177,7 @@ mod tests {
     use super::*;
     use crate::xcc::dlx_format;
 
-    /// A port that takes everything and answers one control.
-    struct Answering {
-        control: Control,
-        polls: u64,
-        taken: Vec<Batch>,
-    }
-
-    impl Port for Answering {
-        fn deliver(&mut self, batch: Batch, _force: bool) -> super::super::Taken {
-            self.taken.push(batch);
-            super::super::Taken::All
-        }
-        fn control(&mut self, _: &ProgressView<'_>) -> Control {
-            self.polls += 1;
-            self.control
-        }
-        fn given_away(&mut self, _: Task, _: u64) {
-            unreachable!("a memoized count gives nothing away")
-        }
-    }
-
-    fn port(control: Control) -> Answering {
-        Answering {
-            control,
-            polls: 0,
-            taken: Vec::new(),
-        }
-    }
+    use crate::run::testing::port;
 
     fn queens(n: usize) -> Problem {
         crate::xcc::testing::queens(n)

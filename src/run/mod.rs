@@ -37,6 +37,8 @@ mod memo;
 mod region;
 mod runner;
 mod solutions;
+#[cfg(test)]
+mod testing;
 
 pub use cheapest::{cheapest_refusal, run_cheapest};
 pub use condition::SideCondition;

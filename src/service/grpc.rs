@@ -124,6 +124,15 @@ const MAX_PAGE: usize = 100_000;
 const WATCH_BATCH: usize = 1024;
 
 impl SolverApi {
+    /// The engine a request's job runs on: links for DLX6's and DLX5's own
+    /// searches (`own_search`: memo, cheapest), else the request's choice.
+    fn engine(&self, engine: i32, problem: &Problem, own_search: bool) -> Result<Engine, Status> {
+        match own_search {
+            true => Ok(Engine::Links),
+            false => convert::engine(engine, problem, self.pool.run_memory_limit()),
+        }
+    }
+
     pub fn new(
         pool: Arc<Pool>,
         jobs: Arc<JobRegistry>,
@@ -314,10 +323,7 @@ impl SolverService for SolverApi {
             false,
             self.pool.run_memory_limit(),
         )?;
-        let engine = match (memo, cheapest) {
-            (Some(_), _) | (_, Some(_)) => Engine::Links,
-            _ => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
-        };
+        let engine = self.engine(req.engine, &problem, memo.is_some() || cheapest.is_some())?;
         let job = self.submit(
             problem.clone(),
             JobSpec {
@@ -429,10 +435,7 @@ impl SolverService for SolverApi {
             false,
             self.pool.run_memory_limit(),
         )?;
-        let engine = match (memo, cheapest) {
-            (Some(_), _) | (_, Some(_)) => Engine::Links,
-            _ => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
-        };
+        let engine = self.engine(req.engine, &problem, memo.is_some() || cheapest.is_some())?;
         let packed_index_bytes = if req.packed_solutions {
             convert::packed_index_bytes(&problem)
         } else {
@@ -571,10 +574,7 @@ impl SolverService for SolverApi {
             condition.as_ref().is_some_and(|c| c.filters()),
             self.pool.run_memory_limit(),
         )?;
-        let engine = match (memo, cheapest) {
-            (Some(_), _) | (_, Some(_)) => Engine::Links,
-            _ => convert::engine(req.engine, &problem, self.pool.run_memory_limit())?,
-        };
+        let engine = self.engine(req.engine, &problem, memo.is_some() || cheapest.is_some())?;
         // The job keeps its K cheapest unless keep_solutions says fewer.
         let keep = match cheapest {
             Some(k) if req.keep_solutions == 0 => k,
