@@ -1259,9 +1259,19 @@ fn call() -> BoxedStrategy<Call> {
         engine(),
         any::<bool>(),
         cheapest(),
+        any::<bool>(),
     )
         .prop_map(
-            |(problem, limit, include_option_text, max_nodes, engine, memo, cheapest)| {
+            |(
+                problem,
+                limit,
+                include_option_text,
+                max_nodes,
+                engine,
+                memo,
+                cheapest,
+                preprocess,
+            )| {
                 Call::Solve(pb::SolveRequest {
                     problem,
                     limit,
@@ -1270,6 +1280,7 @@ fn call() -> BoxedStrategy<Call> {
                     engine,
                     memo,
                     cheapest,
+                    preprocess,
                 })
             },
         );
@@ -1285,6 +1296,7 @@ fn call() -> BoxedStrategy<Call> {
         any::<bool>(),
         any::<bool>(),
         cheapest(),
+        any::<bool>(),
     )
         .prop_map(
             |(
@@ -1299,6 +1311,7 @@ fn call() -> BoxedStrategy<Call> {
                 packed_solutions,
                 memo,
                 cheapest,
+                preprocess,
             )| {
                 Call::Enumerate(pb::EnumerateRequest {
                     problem,
@@ -1312,6 +1325,7 @@ fn call() -> BoxedStrategy<Call> {
                     packed_solutions,
                     memo,
                     cheapest,
+                    preprocess,
                 })
             },
         );
@@ -1323,9 +1337,19 @@ fn call() -> BoxedStrategy<Call> {
         max_nodes(),
         engine(),
         cheapest(),
+        any::<bool>(),
     )
         .prop_map(
-            |(problem, limit, keep_solutions, include_option_text, max_nodes, engine, cheapest)| {
+            |(
+                problem,
+                limit,
+                keep_solutions,
+                include_option_text,
+                max_nodes,
+                engine,
+                cheapest,
+                preprocess,
+            )| {
                 Call::CreateJob(pb::CreateJobRequest {
                     source: problem.map(pb::create_job_request::Source::Problem),
                     limit,
@@ -1334,6 +1358,7 @@ fn call() -> BoxedStrategy<Call> {
                     max_nodes,
                     engine,
                     cheapest,
+                    preprocess,
                     ..Default::default()
                 })
             },

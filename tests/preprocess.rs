@@ -10,6 +10,10 @@
 //!   `--preprocess`; on random small problems with colors (and random round
 //!   and mem limits, which stop the reduction early) the engine finds the
 //!   same solutions in both, once mapped back through `Reduced::origin`.
+//! - With --memo, --cheapest, --threads and --server (a real `xccd serve`)
+//!   the reduced problem gives the unpreprocessed answers: the same counts,
+//!   the same solutions as sets of the input's options, samples that are
+//!   solutions of the input, the same cheapest costs.
 //! - Bad input is an error with exit code 2, never a panic.
 
 use std::collections::BTreeSet;
@@ -275,9 +279,14 @@ fn bad_input_is_an_error_not_a_panic() {
         (&["preprocess", "--verbose", "x"], b"A\nA\n", "--verbose"),
         (&["solve", "--preprocess"], b"A 2|B\nA B\n", "multiplicity"),
         (
-            &["solve", "--preprocess", "--memo", "--count"],
+            &["solve", "--preprocess", "--memo"],
             b"A\nA\n",
-            "--memo",
+            "--memo answers",
+        ),
+        (
+            &["solve", "--preprocess", "--cheapest", "2", "--threads", "2"],
+            b"A\nA\n",
+            "--cheapest runs on this thread",
         ),
     ];
     for (args, stdin, message) in cases {
@@ -400,5 +409,210 @@ proptest! {
         let written = reduced.to_dlx_pre(0);
         let read = dlx_format::parse(&written).unwrap();
         prop_assert_eq!(shape(&read), shape(&reduced.problem));
+    }
+}
+
+/// `xccd serve` on a free loopback port (2 threads, no store), killed when
+/// dropped.
+struct Server {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Server {
+    fn start() -> Server {
+        let listen = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_xccd"))
+            .args(["serve", "--threads", "2", "--data-dir", "none"])
+            .args(["--listen", &listen.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start xccd serve");
+        let start = std::time::Instant::now();
+        while std::net::TcpStream::connect(listen).is_err() {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "xccd serve exited at once"
+            );
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(30),
+                "xccd serve did not listen within 30 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Server {
+            child,
+            url: format!("http://{listen}"),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `solve --count` with `extra` arguments.
+fn cli_count(path: &str, extra: &[&str]) -> String {
+    let mut args = vec!["solve", path, "--count", "-q"];
+    args.extend_from_slice(extra);
+    let out = xccd(&args, b"");
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    text(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn preprocess_with_threads_and_a_server_finds_the_same_solutions() {
+    let server = Server::start();
+    let url = server.url.as_str();
+    for name in [
+        "sudoku_hard17",
+        "color_simple",
+        "color_debruijn4",
+        "queens8",
+        "langford8",
+        "latin4",
+        "pent3x20",
+    ] {
+        let path = format!("bench/instances/{name}.dlx");
+        let plain = cli_count(&path, &[]);
+        for with in [
+            &["--preprocess", "--threads", "2"][..],
+            &["--preprocess", "--server", url],
+        ] {
+            assert_eq!(cli_count(&path, with), plain, "{name} {with:?}");
+        }
+        let all = ["solve", &path, "--all", "-q", "--format", "indices"];
+        let solutions = cli_solutions(&all);
+        assert_eq!(solutions.len().to_string(), plain, "{name}");
+        for with in [
+            &["--preprocess", "--threads", "2"][..],
+            &["--preprocess", "--server", url],
+        ] {
+            let got = cli_solutions(&[&all[..], with].concat());
+            assert_eq!(got, solutions, "{name} {with:?}");
+        }
+    }
+    // Knuth's format prints the input's options, not the reduced ones.
+    for with in [&["--threads", "2"][..], &["--server", url]] {
+        let args = [&["solve", "examples/toy.dlx", "--preprocess"][..], with].concat();
+        let out = xccd(&args, b"");
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        let printed: BTreeSet<String> = text(&out.stdout).lines().map(String::from).collect();
+        let expected: BTreeSet<String> = ["1:", " A D", " B G", " C E F"].map(String::from).into();
+        assert_eq!(printed, expected, "{args:?}");
+    }
+}
+
+#[test]
+fn preprocess_with_memo_counts_the_same_and_samples_input_solutions() {
+    let instances = [
+        "instances/sudoku_hard17",
+        "instances/color_simple",
+        "instances/color_debruijn4",
+        "instances/queens8",
+        "instances/langford8",
+        "instances/latin4",
+        "memo/domino6x6",
+        "memo/color_domino6x6",
+    ];
+    for name in instances {
+        let path = format!("bench/{name}.dlx");
+        let plain = cli_count(&path, &[]);
+        assert_eq!(cli_count(&path, &["--memo"]), plain, "{name}");
+        assert_eq!(
+            cli_count(&path, &["--memo", "--preprocess"]),
+            plain,
+            "{name}"
+        );
+        // Samples drawn from the reduced problem's ZDD are solutions of
+        // the input, named by its options.
+        let all = cli_solutions(&["solve", &path, "--all", "-q", "--format", "indices"]);
+        let args = [
+            "solve",
+            &path,
+            "--memo",
+            "--preprocess",
+            "--sample",
+            "20",
+            "--seed",
+            "7",
+            "-q",
+            "--format",
+            "indices",
+        ];
+        let samples = cli_solutions(&args);
+        assert!(!samples.is_empty(), "{name}");
+        assert!(samples.is_subset(&all), "{name}: {samples:?}");
+    }
+}
+
+/// `--cheapest 10 --format indices`: (cost, options sorted) per solution,
+/// the costs sorted.
+fn cli_cheapest(path: &str, extra: &[&str]) -> Vec<(u64, Vec<usize>)> {
+    let mut args = vec![
+        "solve",
+        path,
+        "--cheapest",
+        "10",
+        "-q",
+        "--format",
+        "indices",
+    ];
+    args.extend_from_slice(extra);
+    let out = xccd(&args, b"");
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .map(|l| {
+            let (cost, options) = l.split_once(": ").unwrap();
+            let mut s: Vec<usize> = options.split(' ').map(|n| n.parse().unwrap()).collect();
+            s.sort_unstable();
+            (cost.parse().unwrap(), s)
+        })
+        .collect()
+}
+
+#[test]
+fn preprocess_with_cheapest_finds_the_same_costs_as_input_solutions() {
+    let instances = [
+        "costs/assign8",
+        "costs/assign12ties",
+        "costs/domino6x8",
+        "costs/rooms12",
+        "costs/cover40",
+        "instances/queens8",
+        "instances/color_debruijn4",
+    ];
+    for name in instances {
+        let path = format!("bench/{name}.dlx");
+        let input =
+            dlx_format::parse(&std::fs::read_to_string(root().join(&path)).unwrap()).unwrap();
+        let costs = |found: &[(u64, Vec<usize>)]| {
+            let mut c: Vec<u64> = found.iter().map(|(c, _)| *c).collect();
+            c.sort_unstable();
+            c
+        };
+        let plain = cli_cheapest(&path, &[]);
+        let reduced = cli_cheapest(&path, &["--preprocess"]);
+        assert_eq!(plain.len(), 10, "{name}");
+        // The cheapest costs are the same; with ties the solutions of equal
+        // cost may differ, but each is a solution of the input, its cost
+        // the input's options' costs.
+        assert_eq!(costs(&reduced), costs(&plain), "{name}");
+        for (cost, options) in &reduced {
+            assert!(input.verify(options).is_ok(), "{name}: {options:?}");
+            let sum: u64 = options.iter().map(|&o| input.cost(o)).sum();
+            assert_eq!(sum, *cost, "{name}: {options:?}");
+        }
+        let distinct: BTreeSet<&Vec<usize>> = reduced.iter().map(|(_, s)| s).collect();
+        assert_eq!(distinct.len(), reduced.len(), "{name}: a solution twice");
     }
 }

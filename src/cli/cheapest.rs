@@ -11,13 +11,22 @@ use std::io::{self, BufWriter, Write};
 use std::time::{Duration, Instant};
 
 use xccd::xcc::cheapest::{self, CheapestConfig, CheapestOutcome};
+use xccd::xcc::preprocess::Reduced;
 use xccd::xcc::Problem;
 
 use super::credentials::EngineChoice;
 use super::solve::{Format, SolveArgs};
 use super::CliError;
 
-pub fn run(args: &SolveArgs, problem: &Problem, k: usize) -> Result<(), CliError> {
+/// Finds the K cheapest solutions of `problem`, or with --preprocess of its
+/// `reduced` form (DLX-PRE keeps the costs and removes only options in no
+/// solution: the same cheapest costs), printed as the input's options.
+pub fn run(
+    args: &SolveArgs,
+    problem: &Problem,
+    k: usize,
+    reduced: Option<&Reduced>,
+) -> Result<(), CliError> {
     if args.at.server.is_some() || args.at.threads.is_some() {
         return Err(CliError::BadInput(
             "--cheapest runs on this thread (its pruning depends on every solution found before): drop --server and --threads".into(),
@@ -29,8 +38,14 @@ pub fn run(args: &SolveArgs, problem: &Problem, k: usize) -> Result<(), CliError
         ));
     }
     let start = Instant::now();
-    let outcome = cheapest::cheapest(problem, &CheapestConfig { k })
+    let searched = reduced.map_or(problem, |r| &r.problem);
+    let mut outcome = cheapest::cheapest(searched, &CheapestConfig { k })
         .map_err(|e| CliError::BadInput(format!("--cheapest: {e}")))?;
+    if let Some(r) = reduced {
+        for s in &mut outcome.solutions {
+            s.options = r.map_back(&s.options);
+        }
+    }
     let elapsed = start.elapsed();
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());

@@ -11,13 +11,16 @@ use std::time::Instant;
 
 use rand::SeedableRng;
 use xccd::xcc::memo::{self, MemoConfig, MemoStats};
+use xccd::xcc::preprocess::Reduced;
 use xccd::xcc::Problem;
 
 use super::credentials::search_memory_limit;
 use super::solve::{SolutionWriter, SolveArgs};
 use super::CliError;
 
-pub fn run(args: &SolveArgs, problem: &Problem) -> Result<(), CliError> {
+/// Counts `problem`, or with --preprocess its `reduced` form: the count is
+/// the same, and the ZDD and the samples name the input's options.
+pub fn run(args: &SolveArgs, problem: &Problem, reduced: Option<&Reduced>) -> Result<(), CliError> {
     if !args.count && args.zdd.is_none() && args.sample.is_none() {
         return Err(CliError::BadInput(
             "--memo answers --count, --zdd FILE or --sample N: add one of them".into(),
@@ -38,7 +41,8 @@ pub fn run(args: &SolveArgs, problem: &Problem) -> Result<(), CliError> {
         stop: None,
     };
     let start = Instant::now();
-    let outcome = memo::count(problem, &config).map_err(|e| match e {
+    let searched = reduced.map_or(problem, |r| &r.problem);
+    let outcome = memo::count(searched, &config).map_err(|e| match e {
         memo::MemoError::Multiplicities => CliError::BadInput(format!("--memo: {e}")),
         _ => CliError::Failed(format!(
             "--memo: {e} (XCCD_MAX_SEARCH_MEMORY sets the limit)"
@@ -50,9 +54,17 @@ pub fn run(args: &SolveArgs, problem: &Problem) -> Result<(), CliError> {
         let file = std::fs::File::create(path)
             .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))?;
         let mut out = BufWriter::new(file);
-        outcome
-            .zdd
-            .write_knuth(problem, &mut out)
+        let written = match reduced {
+            // The reduced problem's options numbered as DLX6 numbers the
+            // input's.
+            Some(r) => {
+                let input = xccd::xcc::zdd::dlx6_numbers(problem);
+                let numbers: Vec<u32> = r.origin.iter().map(|&o| input[o]).collect();
+                outcome.zdd.write_knuth_numbered(&numbers, &mut out)
+            }
+            None => outcome.zdd.write_knuth(problem, &mut out),
+        };
+        written
             .and_then(|_| out.flush())
             .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))?;
     }
@@ -70,6 +82,9 @@ pub fn run(args: &SolveArgs, problem: &Problem) -> Result<(), CliError> {
                 }
                 break; // no solution at all
             };
+            if let Some(r) = reduced {
+                solution = r.map_back(&solution);
+            }
             solution.sort_unstable();
             written = writer.write(&solution);
             if written.is_err() {

@@ -15,6 +15,7 @@ use xccd::service::proto as pb;
 use xccd::service::proto::solver_service_client::SolverServiceClient;
 use xccd::service::tls_advice::with_advice;
 use xccd::service::{Delivery, EndReason, JobSpec, Pool, PoolConfig};
+use xccd::xcc::preprocess::Reduced;
 use xccd::xcc::{Problem, Stats};
 
 use super::progress::Bar;
@@ -37,6 +38,9 @@ pub struct Ended {
     /// Why the search stopped before it did what was asked (the server
     /// shut down, ...): what was printed is partial.
     pub cut_short: Option<String>,
+    /// What the server's preprocessing removed (the request's
+    /// `preprocess`).
+    pub preprocessing: Option<pb::Preprocessing>,
 }
 
 /// The delivery of a job whose solutions this process prints (or counts).
@@ -111,12 +115,22 @@ pub fn on_pool(
         node_limit: summary.reason == EndReason::NodeLimit,
         write_error,
         cut_short: None,
+        preprocessing: None,
     })
 }
 
-pub fn run_local(args: &SolveArgs, problem: Problem, threads: usize) -> Result<(), CliError> {
+/// Runs `problem` (or with --preprocess its `reduced` form, whose solutions
+/// are printed as the input's options) on a pool of `threads` threads.
+pub fn run_local(
+    args: &SolveArgs,
+    problem: Problem,
+    threads: usize,
+    reduced: Option<&Reduced>,
+) -> Result<(), CliError> {
     let limit = solution_limit(args.all, args.count, args.limit)?;
     let problem = Arc::new(problem);
+    let searched = reduced.map_or_else(|| problem.clone(), |r| Arc::new(r.problem.clone()));
+    let origin = reduced.map(|r| r.origin.as_slice());
     let start = Instant::now();
     let stdout = io::stdout();
     let mut writer = SolutionWriter::new(
@@ -130,12 +144,12 @@ pub fn run_local(args: &SolveArgs, problem: Problem, threads: usize) -> Result<(
         limit,
         max_nodes: args.max_nodes,
         delivery: delivery(args.count),
-        engine: args.at.engine.resolve(&problem)?,
+        engine: args.at.engine.resolve(&searched)?,
         ..JobSpec::default()
     };
-    let ended = on_pool(problem.clone(), spec, threads, args.quiet, |solution| {
+    let ended = on_pool(searched, spec, threads, args.quiet, |solution| {
         options.clear();
-        options.extend(solution.iter().map(|&o| o as usize));
+        options.extend(solution.iter().map(|&o| input_option(origin, o)));
         writer.write(&options)
     })?;
     finish(
@@ -149,6 +163,12 @@ pub fn run_local(args: &SolveArgs, problem: Problem, threads: usize) -> Result<(
             cut_short: ended.cut_short,
         },
     )
+}
+
+/// The input's index of option `o` of the problem searched (`origin`: the
+/// reduced problem's map, with --preprocess).
+fn input_option(origin: Option<&[usize]>, o: u32) -> usize {
+    origin.map_or(o as usize, |m| m[o as usize])
 }
 
 fn status_error(url: &str, status: tonic::Status) -> CliError {
@@ -268,6 +288,7 @@ pub async fn drain<M: Streamed>(
                             node_limit: false,
                             write_error: Some(e),
                             cut_short: None,
+                            preprocessing: None,
                         });
                     }
                 }
@@ -299,6 +320,7 @@ pub async fn drain<M: Streamed>(
         )),
     };
     let s = summary.statistics.unwrap_or_default();
+    let preprocessing = s.preprocessing;
     Ok(Ended {
         stats: Stats {
             nodes: s.nodes,
@@ -312,9 +334,14 @@ pub async fn drain<M: Streamed>(
         node_limit: summary.reason == pb::EndReason::NodeLimit as i32,
         write_error: None,
         cut_short,
+        preprocessing,
     })
 }
 
+/// Runs `problem` (its DLX `text`) on the server at `url`; with
+/// --preprocess the server reduces it (the request's `preprocess`) and
+/// names the solutions by the input's options, and its report on what it
+/// removed is printed as a local --preprocess prints it.
 pub fn run_remote(
     args: &SolveArgs,
     problem: &Problem,
@@ -330,6 +357,8 @@ pub fn run_remote(
         !args.count,
     );
     let start = Instant::now();
+    // DLX-PRE's report counts the mems of reading the input, here.
+    let input_mems = xccd::xcc::preprocess::input_mems(text.as_bytes());
     let request = pb::EnumerateRequest {
         problem: Some(pb::Problem {
             source: Some(pb::problem::Source::Dlx(text)),
@@ -342,8 +371,10 @@ pub fn run_remote(
         // Solutions are written from their indices with the problem read
         // here: the packed form is all they need, and the cheapest.
         packed_solutions: !args.count,
+        preprocess: args.preprocess,
         ..Default::default()
     };
+
     let mut options = Vec::new();
     let tls = args.at.tls.load()?;
     let request = authorized(request, args.at.api_key.load()?.as_deref())?;
@@ -363,6 +394,19 @@ pub fn run_remote(
         })
         .await
     })?;
+    if let (Some(p), false) = (&ended.preprocessing, args.quiet) {
+        let figures = xccd::xcc::preprocess::Figures {
+            options_out: p.removed_options as usize,
+            items_out: p.removed_items as usize,
+            rounds: p.rounds,
+            mems: p.mems,
+            ..Default::default()
+        };
+        eprintln!(
+            "Preprocessed (DLX-PRE, on the server): {}",
+            figures.summary(input_mems)
+        );
+    }
     finish(
         args,
         writer,

@@ -57,15 +57,18 @@ pub struct SolveArgs {
     #[arg(long, value_name = "S", default_value_t = 0, requires = "sample")]
     pub seed: u64,
     /// Reduce the problem first, as Knuth's DLX-PRE does (`xccd
-    /// preprocess`), and search the reduced one: the same solutions, named
-    /// by the input's options.
-    #[arg(long, conflicts_with_all = ["memo", "threads", "server"])]
+    /// preprocess`), and search the reduced one: the same solutions (and
+    /// counts, and cheapest costs), named by the input's options. Works with
+    /// every search: --memo, --cheapest, --threads, and --server (the
+    /// server preprocesses, the API's `preprocess`: the input is what is
+    /// sent).
+    #[arg(long)]
     pub preprocess: bool,
     /// Find the K cheapest solutions of a problem whose options have costs
     /// (`|n` on an option line, Knuth's DLX5), printed with their costs in
     /// the order they were found (`--format indices`: `COST: i j ...`;
     /// json adds "cost").
-    #[arg(long, value_name = "K", conflicts_with_all = ["all", "limit", "count", "memo", "max_nodes", "profile", "progress", "preprocess"])]
+    #[arg(long, value_name = "K", conflicts_with_all = ["all", "limit", "count", "memo", "max_nodes", "profile", "progress"])]
     pub cheapest: Option<usize>,
     #[command(flatten)]
     pub at: WhereArgs,
@@ -347,25 +350,33 @@ pub fn run(args: SolveArgs) -> Result<(), CliError> {
     if !args.quiet {
         warn_dropped(&problem);
     }
-    if args.memo {
-        return super::memo::run(&args, &problem);
-    }
-    if let Some(k) = args.cheapest {
-        return super::cheapest::run(&args, &problem, k);
-    }
-    if problem.has_costs() && !args.quiet {
-        eprintln!("The options' costs are ignored (--cheapest K finds the K cheapest solutions).");
-    }
-    if let Some(url) = args.at.server.clone() {
+    // A server preprocesses itself (the request's `preprocess`); every
+    // other search runs on the problem reduced here and prints its
+    // solutions as the input's options.
+    if let (Some(url), false, None) = (args.at.server.clone(), args.memo, args.cheapest) {
+        if problem.has_costs() && !args.quiet {
+            eprintln!(
+                "The options' costs are ignored (--cheapest K finds the K cheapest solutions)."
+            );
+        }
         return super::pooled::run_remote(&args, &problem, text, &url);
-    }
-    if let Some(threads) = args.at.threads {
-        return super::pooled::run_local(&args, problem, threads);
     }
     let reduced = match args.preprocess {
         true => Some(super::preprocess::for_solve(&problem, &text, args.quiet)?),
         false => None,
     };
+    if args.memo {
+        return super::memo::run(&args, &problem, reduced.as_ref());
+    }
+    if let Some(k) = args.cheapest {
+        return super::cheapest::run(&args, &problem, k, reduced.as_ref());
+    }
+    if problem.has_costs() && !args.quiet {
+        eprintln!("The options' costs are ignored (--cheapest K finds the K cheapest solutions).");
+    }
+    if let Some(threads) = args.at.threads {
+        return super::pooled::run_local(&args, problem, threads, reduced.as_ref());
+    }
     let searched = reduced.as_ref().map_or(&problem, |r| &r.problem);
     let spec = RunSpec {
         limit,

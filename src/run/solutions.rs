@@ -111,6 +111,21 @@ impl Solutions {
         }
     }
 
+    /// Renames every option `o` to `names[o]` and sorts each solution's
+    /// indices again: a preprocessed problem's solutions as the input's
+    /// options (`names`: the reduced problem's origin).
+    pub fn rename(&mut self, names: &[u32]) {
+        let mut at = 0;
+        for &len in &self.lengths {
+            let solution = &mut self.indices[at..at + len as usize];
+            for o in solution.iter_mut() {
+                *o = names[*o as usize];
+            }
+            solution.sort_unstable();
+            at += len as usize;
+        }
+    }
+
     /// Moves `other`'s solutions to the end of these.
     pub fn append(&mut self, other: &mut Solutions) {
         if self.is_empty() && self.indices.capacity() < other.indices.len() {

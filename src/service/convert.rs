@@ -505,6 +505,7 @@ pub fn statistics(
         replay_cleansings: stats.replay_cleansings,
         elapsed: Some(duration(elapsed)),
         solutions_decimal: solutions.to_string(),
+        preprocessing: None,
     }
 }
 
@@ -515,6 +516,12 @@ pub fn summary_statistics(s: &Summary) -> pb::Statistics {
     if let Some(exact) = &s.exact_solutions {
         statistics.solutions_decimal = exact.clone();
     }
+    statistics.preprocessing = s.preprocessed.map(|f| pb::Preprocessing {
+        removed_options: f.options_out as u64,
+        removed_items: f.items_out as u64,
+        rounds: f.rounds,
+        mems: f.mems,
+    });
     statistics
 }
 

@@ -124,6 +124,7 @@ impl Durability {
                 memo: job.spec.memo.is_some(),
                 cheapest: job.spec.cheapest.map(|k| k as u32),
                 costs: job.problem.has_costs(),
+                preprocess_mems: job.spec.preprocessed.as_ref().map(|p| p.max_mems),
             },
             problem: ProblemData::from(&wire).encode_to_vec(),
         })
@@ -284,8 +285,15 @@ pub fn resume_all(
         let problem = ProblemData::decode(stored.problem.as_slice())
             .map_err(|e| e.to_string())
             .and_then(|data| wire::instance(&data));
-        let instance = match problem {
-            Ok(instance) => instance,
+        // A preprocessed job reduces its problem again, as it did at first.
+        let problem = problem.and_then(|instance| match stored.request.preprocess_mems {
+            None => Ok((instance, None)),
+            Some(mems) => super::preprocess::reduce(&instance.problem, mems, &|| false)
+                .map(|p| (instance, Some(Arc::new(p))))
+                .map_err(|e| format!("preprocess: {e}")),
+        });
+        let (instance, preprocessed) = match problem {
+            Ok(found) => found,
             Err(message) => {
                 tracing::error!(job = stored.id, %message, "a stored job cannot run again");
                 let why = status::error(
@@ -321,12 +329,19 @@ pub fn resume_all(
             memo: match stored.request.memo {
                 false => None,
                 true => Some(
-                    convert::memo_limit(&instance.problem, pool.run_memory_limit()).unwrap_or(0),
+                    convert::memo_limit(
+                        preprocessed
+                            .as_ref()
+                            .map_or(&instance.problem, |p| &p.problem),
+                        pool.run_memory_limit(),
+                    )
+                    .unwrap_or(0),
                 ),
             },
             // Likewise the cheapest solutions: found again from the root
             // (they are delivered only when the search ends).
             cheapest: stored.request.cheapest.map(|k| k as usize),
+            preprocessed,
         };
         let job = pool
             .resume(

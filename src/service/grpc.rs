@@ -28,6 +28,7 @@ use super::job_filter::{Filter, JobFacts};
 use super::jobs::{self, format_id, parse_id, Entry, JobRegistry, Record};
 use super::page_token::{self, List};
 use super::pool::{Pool, SubmitError};
+use super::preprocess::{self, Preprocessed};
 use super::proto as pb;
 use super::proto::solver_service_server::SolverService;
 use super::puzzle_input::PuzzleEncoder;
@@ -55,6 +56,9 @@ pub struct ApiConfig {
     /// Kept solutions of a submitted job when the request says 0.
     pub default_keep: usize,
     pub max_keep: usize,
+    /// The most mems a request's preprocessing (`preprocess`) may spend:
+    /// DLX-PRE's `T`, past which the problem reduced so far is searched.
+    pub max_preprocess_mems: u64,
 }
 
 impl Default for ApiConfig {
@@ -68,6 +72,7 @@ impl Default for ApiConfig {
             max_batch_size: 65_536,
             default_keep: 100,
             max_keep: 100_000,
+            max_preprocess_mems: preprocess::DEFAULT_MAX_MEMS,
         }
     }
 }
@@ -131,6 +136,26 @@ impl SolverApi {
             true => Ok(Engine::Links),
             false => convert::engine(engine, problem, self.pool.run_memory_limit()),
         }
+    }
+
+    /// The reduction a request's `preprocess` asks for (see
+    /// [`preprocess::for_request`]), done before its job starts.
+    async fn preprocess(
+        &self,
+        requested: bool,
+        problem: &Arc<Problem>,
+        puzzle: bool,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Arc<Preprocessed>>, Status> {
+        preprocess::for_request(
+            requested,
+            problem,
+            puzzle,
+            self.config.max_preprocess_mems,
+            self.pool.run_memory_limit(),
+            deadline.map(Instant::into_std),
+        )
+        .await
     }
 
     pub fn new(
@@ -298,13 +323,22 @@ impl SolverService for SolverApi {
             )));
         }
         let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
+        let preprocessed = self
+            .preprocess(
+                req.preprocess,
+                &problem,
+                false,
+                deadline.map(|d| convert::unary_deadline(arrived, d)),
+            )
+            .await?;
+        let searched = preprocessed.as_ref().map_or(&problem, |p| &p.problem);
         let memo = convert::memo(
             req.memo,
             (req.limit != 0).then_some(
                 "Solve with memo returns the count of all solutions, not solutions: leave limit at 0",
             ),
             req.engine,
-            &problem,
+            searched,
             false,
             self.pool.run_memory_limit(),
         )?;
@@ -319,17 +353,18 @@ impl SolverService for SolverApi {
             },
             req.memo,
             req.engine,
-            &problem,
+            searched,
             false,
             self.pool.run_memory_limit(),
         )?;
-        let engine = self.engine(req.engine, &problem, memo.is_some() || cheapest.is_some())?;
+        let engine = self.engine(req.engine, searched, memo.is_some() || cheapest.is_some())?;
         let job = self.submit(
             problem.clone(),
             JobSpec {
                 engine,
                 memo,
                 cheapest,
+                preprocessed,
                 // The cheapest-solutions search ends with its K solutions
                 // (no limit to stop it before: they would not be the
                 // cheapest).
@@ -412,11 +447,15 @@ impl SolverService for SolverApi {
             ));
         }
         let problem = Arc::new(convert::problem(req.problem, &self.config.limits)?);
+        let preprocessed = self
+            .preprocess(req.preprocess, &problem, false, deadline)
+            .await?;
+        let searched = preprocessed.as_ref().map_or(&problem, |p| &p.problem);
         let memo = convert::memo(
             req.memo,
             (!req.count_only).then_some("a memoized search answers a count: set count_only"),
             req.engine,
-            &problem,
+            searched,
             false,
             self.pool.run_memory_limit(),
         )?;
@@ -431,11 +470,11 @@ impl SolverService for SolverApi {
             },
             req.memo,
             req.engine,
-            &problem,
+            searched,
             false,
             self.pool.run_memory_limit(),
         )?;
-        let engine = self.engine(req.engine, &problem, memo.is_some() || cheapest.is_some())?;
+        let engine = self.engine(req.engine, searched, memo.is_some() || cheapest.is_some())?;
         let packed_index_bytes = if req.packed_solutions {
             convert::packed_index_bytes(&problem)
         } else {
@@ -460,6 +499,7 @@ impl SolverService for SolverApi {
                 engine,
                 memo,
                 cheapest,
+                preprocessed,
                 limit: nonzero(req.limit),
                 max_nodes: nonzero(req.max_nodes),
                 delivery,
@@ -551,11 +591,15 @@ impl SolverService for SolverApi {
         let condition = puzzle
             .as_ref()
             .and_then(|(encoded, _)| side_condition(encoded));
+        let preprocessed = self
+            .preprocess(req.preprocess, &problem, puzzle.is_some(), deadline)
+            .await?;
+        let searched = preprocessed.as_ref().map_or(&problem, |p| &p.problem);
         let memo = convert::memo(
             req.memo,
             (!req.count_only).then_some("a memoized search answers a count: set count_only"),
             req.engine,
-            &problem,
+            searched,
             condition.as_ref().is_some_and(|c| c.filters()),
             self.pool.run_memory_limit(),
         )?;
@@ -570,11 +614,11 @@ impl SolverService for SolverApi {
             },
             req.memo,
             req.engine,
-            &problem,
+            searched,
             condition.as_ref().is_some_and(|c| c.filters()),
             self.pool.run_memory_limit(),
         )?;
-        let engine = self.engine(req.engine, &problem, memo.is_some() || cheapest.is_some())?;
+        let engine = self.engine(req.engine, searched, memo.is_some() || cheapest.is_some())?;
         // The job keeps its K cheapest unless keep_solutions says fewer.
         let keep = match cheapest {
             Some(k) if req.keep_solutions == 0 => k,
@@ -584,6 +628,7 @@ impl SolverService for SolverApi {
             engine,
             memo,
             cheapest,
+            preprocessed,
             limit: nonzero(req.limit),
             max_nodes: nonzero(req.max_nodes),
             delivery: if req.count_only {

@@ -9,11 +9,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::callers::Caller;
+use super::preprocess::Preprocessed;
 use super::store::Snapshot;
 use super::sync::Locked;
 use crate::puzzles::{Encoded, Puzzle};
 use crate::run::{Batch, Failure, RunSpec, SideCondition, Taken};
 pub use crate::run::{SolutionIndices, Solutions, Work};
+use crate::xcc::preprocess::Figures;
 use crate::xcc::{Engine, Problem, Solver, Stats};
 
 pub type JobId = u64;
@@ -86,6 +88,10 @@ pub struct JobSpec {
     /// never leased: its pruning depends on every solution found before),
     /// its solutions delivered when the search ends.
     pub cheapest: Option<usize>,
+    /// The problem reduced by DLX-PRE (the request's `preprocess`): the
+    /// job's runs search it, and its solutions are renamed to the job's
+    /// problem's options as they are delivered.
+    pub preprocessed: Option<Arc<Preprocessed>>,
 }
 
 /// How the pool schedules a job and which admission limit it counts
@@ -121,6 +127,7 @@ impl Default for JobSpec {
             waits_on_call: false,
             memo: None,
             cheapest: None,
+            preprocessed: None,
         }
     }
 }
@@ -148,6 +155,7 @@ impl std::fmt::Debug for JobSpec {
             .field("owner", &self.owner.name())
             .field("durable", &self.durable)
             .field("class", &self.class)
+            .field("preprocessed", &self.preprocessed.is_some())
             .finish()
     }
 }
@@ -191,6 +199,8 @@ pub struct Summary {
     /// The count in decimal when it passes `u64::MAX` (`solutions` then
     /// holds `u64::MAX`): only a memoized count gets there.
     pub exact_solutions: Option<String>,
+    /// What DLX-PRE removed before the search, if the job asked for it.
+    pub preprocessed: Option<Figures>,
 }
 
 /// A snapshot of a job for progress reports.
@@ -477,8 +487,19 @@ impl Job {
     /// checked before a job starts, so the engine supports the problem; a
     /// job that slipped through runs on links everywhere, consistently.)
     pub fn new_solver(&self) -> Solver {
-        Solver::with_engine(&self.problem, self.spec.engine)
-            .unwrap_or_else(|_| Solver::new(&self.problem))
+        Solver::with_engine(self.searched(), self.spec.engine)
+            .unwrap_or_else(|_| Solver::new(self.searched()))
+    }
+
+    /// The problem the job's runs search: the reduced one when the job was
+    /// preprocessed, else its problem. Tasks, remote workers' problem and
+    /// the checks of their reports are this problem's; the solutions the
+    /// job delivers are its problem's (see [`Job::deliver`]).
+    pub fn searched(&self) -> &Arc<Problem> {
+        match &self.spec.preprocessed {
+            Some(p) => &p.problem,
+            None => &self.problem,
+        }
     }
 
     /// Runs `f` on the solver the coordinator checks remote reports with
@@ -524,6 +545,9 @@ impl Job {
         let granted = self.claim(batch.count);
         let mut solutions = batch.solutions;
         solutions.truncate(granted as usize);
+        if let Some(p) = &self.spec.preprocessed {
+            solutions.rename(&p.origin);
+        }
         match self.spec.delivery {
             Delivery::CountOnly => {}
             Delivery::Keep { .. } => {
@@ -682,6 +706,7 @@ impl Job {
             failure: self.failure.locked().clone(),
             engine: self.spec.engine,
             exact_solutions: self.exact_count.get().cloned(),
+            preprocessed: self.spec.preprocessed.as_ref().map(|p| p.figures),
         };
         if reason == EndReason::Complete {
             self.reported_fraction

@@ -8,7 +8,8 @@
 //! (the gRPC headers checked before any service), [`server`] (listening,
 //! health, reflection, metrics, shutdown), [`tls_advice`] (the causes and
 //! fixes of failed TLS handshakes), [`job_filter`] (ListJobs' AIP-160
-//! filter), [`page_token`] (the lists' opaque page tokens).
+//! filter), [`page_token`] (the lists' opaque page tokens), [`preprocess`]
+//! (a request's DLX-PRE before its job's search).
 
 pub mod callers;
 pub mod cluster;
@@ -24,6 +25,7 @@ pub mod jobs;
 pub mod memory;
 pub mod page_token;
 pub mod pool;
+pub mod preprocess;
 pub mod proto;
 pub mod puzzle_input;
 pub mod puzzles_grpc;

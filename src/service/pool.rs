@@ -372,6 +372,16 @@ impl Pool {
     /// remotely, and its checker walks paths without the cells' save stack:
     /// links' bound).
     fn memory_need(&self, problem: &Problem, spec: &JobSpec) -> u64 {
+        // A preprocessed job searches its reduced problem and holds both.
+        if let Some(p) = &spec.preprocessed {
+            let spec = JobSpec {
+                preprocessed: None,
+                ..spec.clone()
+            };
+            return self
+                .memory_need(&p.problem, &spec)
+                .saturating_add(crate::xcc::memory::problem_bound(problem));
+        }
         use crate::xcc::memory::{bound, problem_bound};
         let engine = spec.engine;
         let own = problem_bound(problem);
@@ -1136,7 +1146,7 @@ fn worker(shared: Arc<Shared>, index: usize) {
         };
         let report = run_task(
             solver,
-            &job.problem,
+            job.searched(),
             &task,
             &spec,
             job.spec.condition.as_deref(),

@@ -72,6 +72,7 @@ impl PuzzleApi {
                     // (`memo`), which checks the side condition.
                     memo: None,
                     cheapest: None,
+                    preprocessed: None,
                     // The calls that keep their solutions (SolvePuzzle,
                     // CheckPuzzle) are small ones a client waits on; the
                     // streams are batch work.

@@ -76,6 +76,10 @@ impl Default for Config {
 pub enum PreprocessError {
     #[error("item {0:?} has a multiplicity: DLX-PRE's reductions hold only when every primary item is covered exactly once")]
     Multiplicity(String),
+    /// The caller's `stop` said stop (a deadline passed) before the
+    /// reduction ended.
+    #[error("the preprocessing was stopped before it ended")]
+    Stopped,
 }
 
 /// DLX-PRE's figures.
@@ -165,7 +169,19 @@ impl Reduced {
 
     /// DLX-PRE's summary line (without its newline), given the input's mems.
     pub fn summary(&self, input_mems: u64) -> String {
-        let f = &self.figures;
+        self.figures.summary(input_mems)
+    }
+
+    /// Maps a solution of the reduced problem to the input's option indices.
+    pub fn map_back(&self, options: &[usize]) -> Vec<usize> {
+        options.iter().map(|&o| self.origin[o]).collect()
+    }
+}
+
+impl Figures {
+    /// DLX-PRE's summary line (without its newline), given the input's mems.
+    pub fn summary(&self, input_mems: u64) -> String {
+        let f = self;
         let s = |n: usize| if n == 1 { "" } else { "s" };
         format!(
             "Removed {} option{} and {} item{}, after {}+{} mems, {} round{}.",
@@ -179,22 +195,44 @@ impl Reduced {
             if f.rounds == 1 { "" } else { "s" }
         )
     }
+}
 
-    /// Maps a solution of the reduced problem to the input's option indices.
-    pub fn map_back(&self, options: &[usize]) -> Vec<usize> {
-        options.iter().map(|&o| self.origin[o]).collect()
-    }
+/// The most bytes [`preprocess`] of `problem` allocates: Knuth's node array
+/// (16 bytes a node: the items, the entries, a spacer an option), its
+/// per-item and per-option tables, and the reduced problem (no larger than
+/// `problem`, with its maps back).
+pub fn memory_bound(problem: &Problem) -> u64 {
+    let items = problem.items().len() as u64 + 2;
+    let options = problem.options().len() as u64 + 1;
+    let nodes = items + problem.entries() as u64 + options;
+    nodes * 16 + items * 24 + options * (8 + 16) + super::memory::problem_bound(problem)
 }
 
 /// Runs DLX-PRE on `problem`.
 pub fn preprocess(problem: &Problem, config: &Config) -> Result<Reduced, PreprocessError> {
+    preprocess_until(problem, config, &|| false)
+}
+
+/// Runs DLX-PRE on `problem` as [`preprocess`] does, asking `stop` before
+/// each item it tries (as DLX-PRE checks its `T`): a server's deadline.
+/// Unlike `T`, which ends the reduction with an equivalent problem, a stop
+/// is an error: where the reduction stopped would depend on the clock.
+pub fn preprocess_until(
+    problem: &Problem,
+    config: &Config,
+    stop: &dyn Fn() -> bool,
+) -> Result<Reduced, PreprocessError> {
     if let Some(item) = problem.items().iter().find(|i| {
         matches!(i.kind, super::problem::ItemKind::Primary { min, max } if (min, max) != (1, 1))
     }) {
         return Err(PreprocessError::Multiplicity(item.name.clone()));
     }
     let mut pre = Pre::new(problem, config);
+    pre.stop = Some(stop);
     let end = pre.reduce();
+    if pre.stopped {
+        return Err(PreprocessError::Stopped);
+    }
     Ok(pre.output(problem, end))
 }
 
@@ -240,6 +278,9 @@ struct Pre<'a> {
     config: Config,
     thresh: u64,
     log: String,
+    /// Asked before each item is tried; `stopped` once it said stop.
+    stop: Option<&'a dyn Fn() -> bool>,
+    stopped: bool,
 }
 
 impl<'a> Pre<'a> {
@@ -290,6 +331,8 @@ impl<'a> Pre<'a> {
             config: *config,
             thresh: config.thresh,
             log: String::new(),
+            stop: None,
+            stopped: false,
         };
         let mut last_node = last_itm;
         for (o, option) in problem.options().iter().enumerate() {
@@ -463,6 +506,10 @@ impl<'a> Pre<'a> {
             );
         }
         if self.mems >= self.config.timeout {
+            return Ok(false);
+        }
+        if self.stop.is_some_and(|stop| stop()) {
+            self.stopped = true;
             return Ok(false);
         }
         self.stack = 0;

@@ -195,7 +195,13 @@ impl Zdd {
     /// module's documentation), numbering options as DLX6 does for
     /// `problem`.
     pub fn write_knuth<W: Write>(&self, problem: &Problem, out: &mut W) -> io::Result<()> {
-        let numbers = dlx6_numbers(problem);
+        self.write_knuth_numbered(&dlx6_numbers(problem), out)
+    }
+
+    /// Writes the ZDD as [`Zdd::write_knuth`] does, option `o` numbered
+    /// `numbers[o]` (a preprocessed problem's options numbered as the
+    /// input's, so the ZDD names the input's options).
+    pub fn write_knuth_numbered<W: Write>(&self, numbers: &[u32], out: &mut W) -> io::Result<()> {
         for (i, n) in self.nodes.iter().enumerate() {
             writeln!(
                 out,

@@ -421,7 +421,9 @@ impl Session {
             self.busy += 1;
             let wire = job
                 .wire
-                .get_or_init(|| Arc::new(pb::wire_problem(&job.problem, job.spec.puzzle.as_ref())))
+                .get_or_init(|| {
+                    Arc::new(pb::wire_problem(job.searched(), job.spec.puzzle.as_ref()))
+                })
                 .clone();
             if !self.touch_problem(&wire.digest) {
                 self.send(Out::Problem((&*wire).into())).await?;
@@ -608,7 +610,7 @@ impl Session {
         let job = lease.job.clone();
         let mut solutions: Solutions = found.solutions.iter().map(|s| &s.indices).collect();
         if !solutions.is_empty() {
-            let mut verifier = xcc::problem::Verifier::new(&job.problem);
+            let mut verifier = xcc::problem::Verifier::new(job.searched());
             for (k, options) in solutions.iter().enumerate() {
                 crate::run::verify_solution(
                     &mut verifier,

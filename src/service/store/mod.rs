@@ -166,6 +166,11 @@ pub struct StoredRequest {
     /// carry Solution.cost, so reading them needs the problem).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub costs: bool,
+    /// Preprocessed by DLX-PRE (CreateJob's `preprocess`) under this bound
+    /// of mems: a resumed job reduces its problem again under the same
+    /// bound, to the same reduced problem its snapshot's tasks belong to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preprocess_mems: Option<u64>,
 }
 
 impl StoredRequest {
