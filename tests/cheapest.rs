@@ -69,11 +69,11 @@ type Found = (u64, u64, String);
 
 #[test]
 fn nodes_updates_costs_and_solutions_equal_dlx5s() {
-    // Every solution DLX5 found, by (case, k), in its order.
-    let mut found: BTreeMap<(String, String), Vec<Found>> = BTreeMap::new();
+    // Every solution DLX5 found, by (case, k, params), in its order.
+    let mut found: BTreeMap<(String, String, String), Vec<Found>> = BTreeMap::new();
     for row in table("dlx5-solutions.tsv") {
         found
-            .entry((row[0].clone(), row[1].clone()))
+            .entry((row[0].clone(), row[1].clone(), row[5].clone()))
             .or_default()
             .push((
                 row[2].parse().unwrap(),
@@ -84,23 +84,28 @@ fn nodes_updates_costs_and_solutions_equal_dlx5s() {
     let rows = table("dlx5-reference.tsv");
     for row in &rows {
         let (case, k) = (&row[0], row[1].parse::<usize>().unwrap());
+        let params = &row[8];
         let p = problem(case);
         let mut seen = Vec::new();
-        let outcome = cheapest::cheapest_with(&p, &CheapestConfig { k }, |s| {
+        let outcome = cheapest::cheapest_with(&p, &dlx5_params(k, params), |s| {
             seen.push((s.found, s.cost, option_set(&p, &s.options)))
         })
         .unwrap();
         let s = &outcome.stats;
         let figures = [s.solutions, s.nodes, s.updates, s.cleansings].map(|n| n.to_string());
-        assert_eq!(figures.to_vec(), row[2..6].to_vec(), "{case} k={k}");
+        assert_eq!(
+            figures.to_vec(),
+            row[2..6].to_vec(),
+            "{case} k={k} {params}"
+        );
         let mut costs: Vec<u64> = outcome.solutions.iter().map(|s| s.cost).collect();
         costs.sort_unstable();
         let expected: Vec<u64> = row[6].split(',').map(|c| c.parse().unwrap()).collect();
-        assert_eq!(costs, expected, "{case} k={k}: the k best costs");
+        assert_eq!(costs, expected, "{case} k={k} {params}: the k best costs");
         assert_eq!(
             seen,
-            found[&(case.clone(), row[1].clone())],
-            "{case} k={k}: the solutions found, in order"
+            found[&(case.clone(), row[1].clone(), params.clone())],
+            "{case} k={k} {params}: the solutions found, in order"
         );
         // The ones kept are solutions found, in the order found, and valid.
         for kept in &outcome.solutions {
@@ -115,10 +120,132 @@ fn nodes_updates_costs_and_solutions_equal_dlx5s() {
     }
     assert_eq!(
         rows.len(),
-        30,
-        "8 instances with costs, 7 without, k = 1 and 10"
+        52,
+        "8 instances with costs, 7 without, 11 with DLX5's parameters, k = 1 and 10"
     );
+    for param in ["h", "z", "Z"] {
+        assert!(
+            rows.iter().any(|r| r[8].contains(param)),
+            "a row with DLX5's {param}"
+        );
+    }
     assert!(rows.iter().any(|r| r[5] != "0"), "an instance with colors");
+}
+
+/// DLX5's parameters as a reference row writes them (`h2`, `z1 Zw`).
+fn dlx5_params(k: usize, params: &str) -> CheapestConfig {
+    let mut config = CheapestConfig::new(k);
+    for param in params.split_whitespace() {
+        let (name, value) = param.split_at(1);
+        match name {
+            "h" => config.len_threshold = value.parse().unwrap(),
+            "z" => config.z = value.parse().unwrap(),
+            "Z" => config.prefixes = value.as_bytes().to_vec(),
+            _ => panic!("an unknown DLX5 parameter {param}"),
+        }
+    }
+    config
+}
+
+/// The CLI flags of DLX5's parameters.
+fn cli_params(params: &str) -> Vec<String> {
+    let mut args = Vec::new();
+    for param in params.split_whitespace() {
+        let (name, value) = param.split_at(1);
+        let flag = match name {
+            "h" => "--lenthresh",
+            "z" => "--zgiven",
+            _ => "--zchars",
+        };
+        args.extend([flag.to_string(), value.to_string()]);
+    }
+    args
+}
+
+#[test]
+fn the_cli_flags_of_dlx5s_parameters_give_its_figures() {
+    for row in table("dlx5-reference.tsv")
+        .into_iter()
+        .filter(|r| !r[8].is_empty() && r[0] != "costs/domino12x12")
+    {
+        let path = format!("bench/{}.dlx", row[0]);
+        let mut args: Vec<String> = ["solve", &path, "--cheapest", &row[1]]
+            .map(String::from)
+            .to_vec();
+        args.extend(cli_params(&row[8]));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = xccd(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        let expected = format!(
+            "Altogether {} solution{} found ({} kept), {} updates, {} cleansings, {} nodes, ",
+            row[2],
+            if row[2] == "1" { "" } else { "s" },
+            row[6].split(',').count(),
+            row[4],
+            row[5],
+            row[3]
+        );
+        let stderr = text(&out.stderr);
+        assert!(stderr.starts_with(&expected), "{args:?}: {stderr}");
+    }
+    // DLX5's warnings on options that do not fit z and Z, and its refusal
+    // of a z that does not divide the primary items.
+    let out = xccd(&[
+        "solve",
+        "bench/costs/assign8.dlx",
+        "--cheapest",
+        "1",
+        "--zgiven",
+        "1",
+    ]);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with("Option has 2 non-Z primary items, not 1: w0 j0\n"),
+        "{stderr}"
+    );
+    let out = xccd(&[
+        "solve",
+        "bench/costs/assign8.dlx",
+        "--cheapest",
+        "1",
+        "--zchars",
+        "wx",
+    ]);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("Option lacks a x item: w0 j0"), "{stderr}");
+    let out = xccd(&[
+        "solve",
+        "bench/costs/assign8.dlx",
+        "--cheapest",
+        "1",
+        "--zgiven",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("there are 16 primary items, but z=3 and Z="),
+        "{stderr}"
+    );
+    for bad in [
+        &["--lenthresh", "0"][..],
+        &["--zchars", "abcdefgh"],
+        &["--zgiven", "1", "--preprocess"],
+    ] {
+        let args = [
+            &["solve", "bench/costs/assign8.dlx", "--cheapest", "1"][..],
+            bad,
+        ]
+        .concat();
+        let out = xccd(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!text(&out.stderr).contains("panicked"), "{args:?}");
+    }
 }
 
 #[test]
@@ -216,7 +343,7 @@ fn bad_input_and_conflicting_flags_are_refused_clearly() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?}");
     };
-    for flag in ["--all", "--count", "--memo", "--profile", "--preprocess"] {
+    for flag in ["--all", "--count", "--memo", "--profile"] {
         refused(
             &["solve", file, "--cheapest", "3", flag],
             "cannot be used with",
@@ -286,13 +413,13 @@ fn bad_input_and_conflicting_flags_are_refused_clearly() {
     // The library's errors are typed.
     let p = problem("costs/assign8");
     assert_eq!(
-        cheapest::cheapest(&p, &CheapestConfig { k: 0 }),
+        cheapest::cheapest(&p, &CheapestConfig::new(0)),
         Err(CheapestError::KOutOfRange(0))
     );
-    assert!(cheapest::cheapest(&p, &CheapestConfig { k: MAX_K }).is_ok());
+    assert!(cheapest::cheapest(&p, &CheapestConfig::new(MAX_K)).is_ok());
     let m = dlx_format::parse("2|A B\nA |1\nA B\n").unwrap();
     assert_eq!(
-        cheapest::cheapest(&m, &CheapestConfig { k: 1 }),
+        cheapest::cheapest(&m, &CheapestConfig::new(1)),
         Err(CheapestError::Multiplicities)
     );
 }
@@ -381,7 +508,7 @@ proptest! {
         let problem = dlx_format::parse(&text).unwrap();
         let all = all_costs(&problem);
         let mut seen: Vec<CostedSolution> = Vec::new();
-        let outcome = cheapest::cheapest_with(&problem, &CheapestConfig { k }, |s| seen.push(s.clone())).unwrap();
+        let outcome = cheapest::cheapest_with(&problem, &CheapestConfig::new(k), |s| seen.push(s.clone())).unwrap();
         let mut costs: Vec<u64> = outcome.solutions.iter().map(|s| s.cost).collect();
         costs.sort_unstable();
         prop_assert_eq!(&costs[..], &all[..all.len().min(k)], "{}", text);

@@ -37,9 +37,24 @@ pub fn run(
             "--cheapest runs DLX5's search on its own dancing links: drop --engine".into(),
         ));
     }
+    let mut config = CheapestConfig::new(k);
+    if let Some(h) = args.lenthresh {
+        if h == 0 {
+            return Err(CliError::BadInput(
+                "--lenthresh must be at least 1 (DLX5's h)".into(),
+            ));
+        }
+        config.len_threshold = h;
+    }
+    config.z = args.zgiven.unwrap_or(0);
+    config.prefixes = args.zchars.clone().unwrap_or_default().into_bytes();
+    // DLX5 warns as it reads the options, whatever its verbosity.
+    for warning in cheapest::z_warnings(problem, &config) {
+        eprintln!("{warning}");
+    }
     let start = Instant::now();
     let searched = reduced.map_or(problem, |r| &r.problem);
-    let mut outcome = cheapest::cheapest(searched, &CheapestConfig { k })
+    let mut outcome = cheapest::cheapest(searched, &config)
         .map_err(|e| CliError::BadInput(format!("--cheapest: {e}")))?;
     if let Some(r) = reduced {
         for s in &mut outcome.solutions {

@@ -70,6 +70,33 @@ pub struct SolveArgs {
     /// json adds "cost").
     #[arg(long, value_name = "K", conflicts_with_all = ["all", "limit", "count", "memo", "max_nodes", "profile", "progress"])]
     pub cheapest: Option<usize>,
+    /// With --cheapest: DLX5's `h`, how many usable options of an item the
+    /// branching choice counts before it takes the list's length instead
+    /// (DLX5's default 10).
+    #[arg(long, value_name = "N", requires = "cheapest")]
+    pub lenthresh: Option<usize>,
+    /// With --cheapest: DLX5's `z`. Every option has exactly N primary
+    /// items besides its --zchars ones (warned about otherwise): a node
+    /// whose active items' least costs cannot beat the cutoff is cut off.
+    /// Wrong answers if the problem is not so; not with --preprocess, which
+    /// removes items.
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "cheapest",
+        conflicts_with = "preprocess"
+    )]
+    pub zgiven: Option<u32>,
+    /// With --cheapest: DLX5's `Z`, up to 7 characters; every option has
+    /// exactly one primary item whose name begins with each (warned about
+    /// otherwise), and the same lower bound as --zgiven applies.
+    #[arg(
+        long,
+        value_name = "CHARS",
+        requires = "cheapest",
+        conflicts_with = "preprocess"
+    )]
+    pub zchars: Option<String>,
     #[command(flatten)]
     pub at: WhereArgs,
 }

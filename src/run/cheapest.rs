@@ -121,7 +121,7 @@ pub fn run_cheapest<P: Port>(
     };
     let outcome = match cheapest::cheapest_polled(
         problem,
-        &CheapestConfig { k },
+        &CheapestConfig::new(k),
         spec.poll_interval,
         |_| {},
         &mut poll,
@@ -215,7 +215,7 @@ mod tests {
     #[test]
     fn delivers_the_k_cheapest_in_dlx5s_order_and_declines_give_away() {
         let problem = costly_queens(8);
-        let expected = cheapest::cheapest(&problem, &CheapestConfig { k: 5 }).unwrap();
+        let expected = cheapest::cheapest(&problem, &CheapestConfig::new(5)).unwrap();
         let mut p = port(Control::GiveAway);
         let spec = RunSpec {
             poll_interval: 16,

@@ -20,14 +20,16 @@
 //!   never be chosen below it, since the cutoff only falls), and uncovering
 //!   undoes exactly the same ones, going down the list again.
 //! - The item choice: the active primary item with the fewest usable options
-//!   (net cost below `cutoff - cost so far`), counted up to 10 (beyond that
+//!   (net cost below `cutoff - cost so far`), counted up to `h` = 10 (beyond that
 //!   the list's length stands in), ties to the larger least cost, then the
 //!   leftmost; an item with no usable option ends the node. A node is
 //!   counted when entered, and every solution counts as one more.
 //!
 //! DLX5 has no multiplicities; a problem with them is refused
-//! ([`CheapestError::Multiplicities`]). DLX5's optional `z`/`Z` lower bounds
-//! (off by default) are not implemented.
+//! ([`CheapestError::Multiplicities`]). DLX5's parameters `h` (how far the
+//! item choice counts), `z` and `Z` (a lower bound on the cost left, for
+//! problems whose options have exactly `z` primary items besides one of
+//! each `Z` prefix; off by default) are [`CheapestConfig`]'s.
 
 use super::links::{node_count, Links, Narrow, NodeRepr, Wide, ROOT};
 use super::problem::Problem;
@@ -41,11 +43,99 @@ const LEN_THRESHOLD: usize = 10;
 /// An "infinite" cost (DLX5's `infcost`): no sum of costs reaches it.
 const INF: u64 = u64::MAX;
 
-/// What to look for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// DLX5's `sortbufsize`: the `z` bound with z > 1 applies only while at
+/// most about this many primary items are active.
+const SORTBUF_SIZE: i64 = 32;
+
+/// What to look for, and DLX5's search parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheapestConfig {
     /// How many of the cheapest solutions to keep (DLX5's `k`, 1..=MAX_K).
     pub k: usize,
+    /// DLX5's `h` (`lenthresh`, default 10): the item choice counts an
+    /// item's usable options up to this many, then takes its list's length
+    /// as the count.
+    pub len_threshold: usize,
+    /// DLX5's `z` (`zgiven`, 0: off): every option has exactly this many
+    /// primary items besides its `prefixes` ones. With it (or `prefixes`),
+    /// a node whose least costs of the active items cannot beat the cutoff
+    /// ends at once (DLX5's lower bound; it holds only for such problems).
+    pub z: u32,
+    /// DLX5's `Z`: at most 7 characters; every option has exactly one
+    /// primary item whose name begins with each (as a byte).
+    pub prefixes: Vec<u8>,
+}
+
+impl CheapestConfig {
+    /// The `k` cheapest, with DLX5's default parameters.
+    pub fn new(k: usize) -> CheapestConfig {
+        CheapestConfig {
+            k,
+            len_threshold: LEN_THRESHOLD,
+            z: 0,
+            prefixes: Vec::new(),
+        }
+    }
+
+    /// Whether DLX5's `z`/`Z` lower bound is on (its `ppgiven`).
+    fn bounded(&self) -> bool {
+        self.z > 0 || !self.prefixes.is_empty()
+    }
+}
+
+impl Default for CheapestConfig {
+    fn default() -> Self {
+        CheapestConfig::new(1)
+    }
+}
+
+/// DLX5's warnings on reading `problem` with `z`/`Z` set: an option with
+/// the wrong number of other primary items, without an item of a prefix,
+/// or with two (in DLX5's words and order; empty when neither is set).
+pub fn z_warnings(problem: &Problem, config: &CheapestConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    if !config.bounded() {
+        return out;
+    }
+    for (o, option) in problem.options().iter().enumerate() {
+        if problem.is_dropped(o) {
+            continue;
+        }
+        let text = problem.format_option(o);
+        let (mut seen, mut others) = (0u32, 0u32);
+        for e in option {
+            let item = &problem.items()[e.item];
+            if !item.is_primary() {
+                continue;
+            }
+            match prefix_index(&config.prefixes, &item.name) {
+                Some(r) if seen & (1 << r) != 0 => out.push(format!(
+                    "Option has two {} items: {text}",
+                    config.prefixes[r] as char
+                )),
+                Some(r) => seen |= 1 << r,
+                None => others += 1,
+            }
+        }
+        if config.z > 0 && others != config.z {
+            out.push(format!(
+                "Option has {others} non-Z primary items, not {}: {text}",
+                config.z
+            ));
+        }
+        for (r, &c) in config.prefixes.iter().enumerate() {
+            if seen & (1 << r) == 0 {
+                out.push(format!("Option lacks a {} item: {text}", c as char));
+            }
+        }
+    }
+    out
+}
+
+/// Which of `prefixes` the name begins with.
+fn prefix_index(prefixes: &[u8], name: &str) -> Option<usize> {
+    let first = *name.as_bytes().first()?;
+    prefixes.iter().position(|&c| c == first)
 }
 
 /// One solution found, with its cost.
@@ -89,6 +179,17 @@ pub enum CheapestError {
     Multiplicities,
     #[error("k must be between 1 and {MAX_K} (as in DLX5), not {0}")]
     KOutOfRange(usize),
+    /// DLX5's check of `z` and `Z` before it searches: the primary items
+    /// must come in groups of `z` + the number of prefixes.
+    #[error("there are {primary} primary items, but z={z} and Z={prefixes}: not a multiple of {group} (DLX5 does not search then)")]
+    ZMismatch {
+        primary: usize,
+        z: u32,
+        prefixes: String,
+        group: usize,
+    },
+    #[error("Z takes at most 7 prefix characters (as in DLX5), not {0}")]
+    TooManyPrefixes(usize),
     /// The poll of [`cheapest_polled`] answered false: the solutions kept
     /// so far need not be the cheapest, so none are given.
     #[error("the cheapest-solutions search was stopped after {nodes} search nodes")]
@@ -130,6 +231,21 @@ pub fn cheapest_polled(
     if config.k == 0 || config.k > MAX_K {
         return Err(CheapestError::KOutOfRange(config.k));
     }
+    if config.prefixes.len() > 7 {
+        return Err(CheapestError::TooManyPrefixes(config.prefixes.len()));
+    }
+    if config.z > 0 {
+        let group = config.z as usize + config.prefixes.len();
+        let primary = problem.primary_count();
+        if !primary.is_multiple_of(group) {
+            return Err(CheapestError::ZMismatch {
+                primary,
+                z: config.z,
+                prefixes: String::from_utf8_lossy(&config.prefixes).into_owned(),
+                group,
+            });
+        }
+    }
     let narrow = Narrow::fits(
         node_count(problem),
         problem.items().len(),
@@ -137,9 +253,9 @@ pub fn cheapest_polled(
     );
     let interval = interval.max(1);
     if narrow {
-        Search::<Narrow>::new(problem, config.k).run(found, interval, poll)
+        Search::<Narrow>::new(problem, config).run(found, interval, poll)
     } else {
-        Search::<Wide>::new(problem, config.k).run(found, interval, poll)
+        Search::<Wide>::new(problem, config).run(found, interval, poll)
     }
 }
 
@@ -164,10 +280,28 @@ struct Search<N: NodeRepr> {
     kept: Vec<CostedSolution>,
     cutoff: u64,
     stats: CheapestStats,
+    /// DLX5's `lenthresh`.
+    len_threshold: usize,
+    /// DLX5's `zgiven`, and whether `z` or `Z` was given (`ppgiven`).
+    z: i64,
+    bounded: bool,
+    /// Whether `Z` was given (`ppgiven & 0xff`), and how many prefixes.
+    prefixes: usize,
+    /// For each primary item (by number), the index of the `Z` prefix its
+    /// name begins with, or `NO_PREFIX`.
+    prefix_of: Vec<u8>,
+    /// DLX5's `cumcost` (one per prefix) and `sortbuf` (indexed from its
+    /// end, as DLX5 does; as long as the active primary items, so that it
+    /// never overflows where DLX5's 32 would).
+    cumcost: Vec<u64>,
+    sortbuf: Vec<u64>,
 }
 
+const NO_PREFIX: u8 = u8::MAX;
+
 impl<N: NodeRepr> Search<N> {
-    fn new(problem: &Problem, k: usize) -> Search<N> {
+    fn new(problem: &Problem, config: &CheapestConfig) -> Search<N> {
+        let k = config.k;
         let mut links = Links::<N>::new(problem);
         let total = links.nd.len();
         let mut net: Vec<u64> = (0..problem.options().len())
@@ -226,6 +360,16 @@ impl<N: NodeRepr> Search<N> {
             k + 1
         ];
         heap[k].cost = 0;
+        // Primary items are numbered 1.. in input order.
+        let mut prefix_of = vec![NO_PREFIX];
+        prefix_of.extend(
+            problem
+                .items()
+                .iter()
+                .filter(|i| i.is_primary())
+                .map(|i| prefix_index(&config.prefixes, &i.name).map_or(NO_PREFIX, |r| r as u8)),
+        );
+        let sortbuf = vec![0u64; (links.second as usize + 1).max(SORTBUF_SIZE as usize)];
         Search {
             links,
             cost,
@@ -237,6 +381,13 @@ impl<N: NodeRepr> Search<N> {
                 total_tax,
                 ..CheapestStats::default()
             },
+            len_threshold: config.len_threshold,
+            z: config.z as i64,
+            bounded: config.bounded(),
+            prefixes: config.prefixes.len(),
+            prefix_of,
+            cumcost: vec![0; config.prefixes.len()],
+            sortbuf,
         }
     }
 
@@ -363,7 +514,7 @@ impl<N: NodeRepr> Search<N> {
                 if s == t {
                     break None; // more than t: no better than the best
                 }
-                if s >= LEN_THRESHOLD {
+                if s >= self.len_threshold {
                     break Some(self.links.len(k) as usize); // an upper bound
                 }
                 p = nd[p as usize].down();
@@ -377,6 +528,88 @@ impl<N: NodeRepr> Search<N> {
             k = self.links.next_active(k);
         }
         (best, t)
+    }
+
+    /// DLX5's "If the remaining cost is clearly too high, goto backdown"
+    /// (`z`/`Z` given, a cutoff known) at `level` with net cost `curcost`:
+    /// true when the least net costs of the active primary items (one per
+    /// prefix group; for the others with z > 1, every z-th of them sorted)
+    /// reach the cutoff, or an active item has an empty list.
+    fn too_costly(&mut self, level: usize, curcost: u64) -> bool {
+        if !self.bounded || self.cutoff == INF {
+            return false;
+        }
+        let pp = if self.z > 1 {
+            if self.links.second as i64 - level as i64 * self.z <= SORTBUF_SIZE + 1 {
+                self.z
+            } else if self.prefixes > 0 {
+                0
+            } else {
+                -1
+            }
+        } else {
+            self.z
+        };
+        if pp < 0 {
+            return false;
+        }
+        let cutoff = self.cutoff;
+        let size = self.sortbuf.len() as i64;
+        let mut acccost = curcost;
+        self.cumcost.fill(curcost);
+        let mut t = 0i64;
+        let mut k = self.links.next_active(ROOT);
+        while k != ROOT {
+            let p = self.links.nd[k as usize].down();
+            if p < self.links.last_itm {
+                return true; // an empty list
+            }
+            let tmpcost = self.cost(p);
+            let r = self.prefix_of[k as usize];
+            if r != NO_PREFIX {
+                let cum = &mut self.cumcost[r as usize];
+                if *cum + tmpcost >= cutoff {
+                    return true;
+                }
+                *cum += tmpcost;
+            } else if pp == 1 {
+                if acccost + tmpcost >= cutoff {
+                    return true;
+                }
+                acccost += tmpcost;
+            } else if pp > 1 {
+                // Sort tmpcost into sortbuf's last t entries, adding up
+                // every pp-th least cost (Knuth's "cute little online
+                // algorithm").
+                let buf = &mut self.sortbuf;
+                let (mut p, mut oldcost) = (t, 0u64);
+                while p > 0 {
+                    let newcost = buf[(size - p) as usize];
+                    if tmpcost <= newcost {
+                        break;
+                    }
+                    if p % pp == 0 {
+                        acccost += newcost - oldcost;
+                        if acccost >= cutoff {
+                            return true;
+                        }
+                    }
+                    buf[(size - p - 1) as usize] = newcost;
+                    p -= 1;
+                    oldcost = newcost;
+                }
+                if p % pp == 0 {
+                    acccost += tmpcost - oldcost;
+                    if acccost >= cutoff {
+                        return true;
+                    }
+                }
+                buf[(size - p - 1) as usize] = tmpcost;
+                t += 1;
+            }
+            k = self.links.next_active(k);
+        }
+        false
     }
 
     /// DLX5's "Update cutoffcost": the new net cost replaces the heap's
@@ -450,7 +683,10 @@ impl<N: NodeRepr> Search<N> {
                             });
                         }
                     }
-                    let (item, t) = self.choose(curcost);
+                    let (item, t) = match self.too_costly(level, curcost) {
+                        true => (best, 0),
+                        false => self.choose(curcost),
+                    };
                     best = item;
                     if t == 0 {
                         Step::Backdown
