@@ -40,7 +40,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Writes `bench_set.rs`: every `bench/instances/*.dlx` as `(name, text)`,
-/// sorted by name, every `bench/memo/*.dlx` likewise, and the reference
+/// sorted by name, every `bench/memo/*.dlx` and `bench/costs/*.dlx`
+/// likewise, and the reference
 /// tables.
 fn embed_bench_set(out: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=bench");
@@ -58,20 +59,25 @@ fn embed_bench_set(out: &std::path::Path) -> Result<(), Box<dyn std::error::Erro
         code.push_str(&format!("    ({name:?}, {}),\n", include(path)));
     }
     code.push_str("];\n");
-    // The memoized-counting instances (`xccd bench --memo`), beside the
-    // others: `memo/*.dlx`.
-    code.push_str("pub(crate) const MEMO_INSTANCES: &[(&str, &str)] = &[\n");
-    let mut memo: Vec<String> = std::fs::read_dir(bench.join("memo"))?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|x| x == "dlx"))
-        .filter_map(|path| Some(path.file_stem()?.to_str()?.to_string()))
-        .collect();
-    memo.sort();
-    for name in &memo {
-        let path = bench.join("memo").join(format!("{name}.dlx"));
-        code.push_str(&format!("    ({name:?}, {}),\n", include(path)));
+    // The memoized-counting instances (`xccd bench --memo`) and those with
+    // costs (`xccd bench --service`'s cheapest row), beside the others:
+    // `memo/*.dlx`, `costs/*.dlx`.
+    for (constant, folder) in [("MEMO_INSTANCES", "memo"), ("COST_INSTANCES", "costs")] {
+        code.push_str(&format!(
+            "pub(crate) const {constant}: &[(&str, &str)] = &[\n"
+        ));
+        let mut found: Vec<String> = std::fs::read_dir(bench.join(folder))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|path| path.extension().is_some_and(|x| x == "dlx"))
+            .filter_map(|path| Some(path.file_stem()?.to_str()?.to_string()))
+            .collect();
+        found.sort();
+        for name in &found {
+            let path = bench.join(folder).join(format!("{name}.dlx"));
+            code.push_str(&format!("    ({name:?}, {}),\n", include(path)));
+        }
+        code.push_str("];\n");
     }
-    code.push_str("];\n");
     for (constant, file) in [
         ("KNUTH_REFERENCE", "knuth-reference.tsv"),
         ("SSXCC_REFERENCE", "ssxcc-reference.tsv"),

@@ -530,3 +530,35 @@ proptest! {
         prop_assert_eq!(outcome.stats.solutions, seen.len() as u64);
     }
 }
+
+/// `xccd bench --service`'s searches rows: a memoized count (DLX6's, of
+/// bench/dlx6-reference.tsv) and the 10 cheapest costs (DLX5's, of
+/// bench/dlx5-reference.tsv) answered alike by Solve and by the library.
+#[test]
+fn bench_service_runs_memo_and_cheapest_through_the_service() {
+    let out = xccd(&["bench", "--service", "--filter", "searches", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let rows: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let dlx6 = std::fs::read_to_string(root().join("bench/dlx6-reference.tsv")).unwrap();
+    let count = dlx6
+        .lines()
+        .find_map(|l| l.strip_prefix("domino10x10\t"))
+        .and_then(|rest| rest.split('\t').next())
+        .unwrap();
+    assert_eq!(rows[0]["search"], "memo");
+    assert_eq!(rows[0]["answer"], count);
+    let costs = table("dlx5-reference.tsv")
+        .into_iter()
+        .find(|r| r[0] == "costs/cover46" && r[1] == "10" && r[8].is_empty())
+        .unwrap()[6]
+        .clone();
+    assert_eq!(rows[1]["search"], "cheapest");
+    assert_eq!(rows[1]["answer"], format!("[{}]", costs.replace(',', ", ")));
+    for row in &rows {
+        assert!(row["service_s"].as_f64().unwrap() > 0.0, "{row}");
+    }
+}

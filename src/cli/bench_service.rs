@@ -7,7 +7,10 @@
 //! - latency: Solve calls on a sudoku while an enumeration keeps every
 //!   worker busy, against the goal of issue 14 (p99 within 10 ms);
 //! - getjob: GetJob(max_solutions=1) on a job keeping 100,000 solutions,
-//!   and Solve(queens8) while two clients poll it (issue 24).
+//!   and Solve(queens8) while two clients poll it (issue 24);
+//! - searches: a memoized count (DLX6) and the cheapest solutions (DLX5)
+//!   through Solve over loopback against the library's own call, the same
+//!   answer checked.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -148,6 +151,113 @@ pub fn run(set: &BenchSet, filter: Option<&str>, out: Rows) -> Result<(), CliErr
     if wanted("getjob") {
         runtime.block_on(get_job(set, out))?;
     }
+    if wanted("searches") {
+        runtime.block_on(searches(set, out))?;
+    }
+    Ok(())
+}
+
+/// Runs of each side of the searches table; the best counts.
+const SEARCH_RUNS: usize = 3;
+
+/// A memoized count and the K cheapest solutions, each through Solve on a
+/// server over loopback and by the library's call in this process: the
+/// same answer, and what the service adds to its time.
+async fn searches(set: &BenchSet, out: Rows) -> Result<(), CliError> {
+    use xccd::xcc::{cheapest, memo};
+    let failed = |e: &dyn std::fmt::Display| CliError::Failed(e.to_string());
+    let server = start_server(2).await?;
+    let mut client = client(server.addr).await?;
+    out.text("");
+    out.text(format_args!(
+        "own searches through Solve over loopback against the library in process (best of {SEARCH_RUNS})"
+    ));
+    out.text(format_args!(
+        "{:<12} {:<12} {:>14} {:>10} {:>10} {:>7}",
+        "instance", "search", "answer", "library s", "service s", "ratio"
+    ));
+    let (memo_problem, memo_text) = {
+        let problem = set.load_memo("domino10x10")?;
+        let text = xccd::xcc::dlx_format::to_string(&problem);
+        (problem, text)
+    };
+    let (cost_problem, cost_text) = set.load_costs("cover46")?;
+    for search in ["memo", "cheapest"] {
+        let (name, problem, text) = match search {
+            "memo" => ("domino10x10", &memo_problem, &memo_text),
+            _ => ("cover46", &cost_problem, &cost_text),
+        };
+        let (mut library, mut service) = (f64::INFINITY, f64::INFINITY);
+        let (mut expected, mut got) = (String::new(), String::new());
+        for _ in 0..SEARCH_RUNS {
+            let start = Instant::now();
+            expected = match search {
+                "memo" => memo::count(problem, &memo::MemoConfig::default())
+                    .map_err(|e| failed(&e))?
+                    .zdd
+                    .count()
+                    .to_string(),
+                _ => {
+                    let found = cheapest::cheapest(problem, &cheapest::CheapestConfig::new(10))
+                        .map_err(|e| failed(&e))?;
+                    let mut costs: Vec<u64> = found.solutions.iter().map(|s| s.cost).collect();
+                    costs.sort_unstable();
+                    format!("{:?}", costs)
+                }
+            };
+            library = library.min(start.elapsed().as_secs_f64());
+            let start = Instant::now();
+            let response = client
+                .solve(pb::SolveRequest {
+                    problem: dlx(text.clone()),
+                    memo: search == "memo",
+                    cheapest: if search == "cheapest" { 10 } else { 0 },
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| failed(&e))?
+                .into_inner();
+            service = service.min(start.elapsed().as_secs_f64());
+            got = match search {
+                "memo" => response.statistics.unwrap_or_default().solutions_decimal,
+                _ => {
+                    let mut costs: Vec<u64> = response.solutions.iter().map(|s| s.cost).collect();
+                    costs.sort_unstable();
+                    format!("{:?}", costs)
+                }
+            };
+        }
+        if got != expected {
+            return Err(CliError::Failed(format!(
+                "{name} {search}: the service answered {got}, the library {expected}"
+            )));
+        }
+        let answer = match search {
+            "memo" => expected.clone(),
+            _ => "10 costs".to_string(),
+        };
+        out.row(
+            "searches",
+            json!({
+                "instance": name,
+                "search": search,
+                "answer": expected,
+                "library_s": num(library),
+                "service_s": num(service),
+                "ratio": num(service / library),
+            }),
+        );
+        out.text(format_args!(
+            "{:<12} {:<12} {:>14} {:>10.4} {:>10.4} {:>7.2}",
+            name,
+            search,
+            answer,
+            library,
+            service,
+            service / library
+        ));
+    }
+    let _ = server.shutdown().await;
     Ok(())
 }
 

@@ -2,7 +2,8 @@
 //! built into the binary (the repository's `bench/`, embedded by build.rs),
 //! or a folder of the same shape given with `--dir` (`instances/*.dlx`,
 //! `knuth-reference.tsv`, `ssxcc-reference.tsv`, `cells-reference.tsv`,
-//! and for `--memo` `memo/*.dlx` and `dlx6-reference.tsv`).
+//! for `--memo` `memo/*.dlx` and `dlx6-reference.tsv`, for `--service`
+//! `costs/*.dlx`).
 //!
 //! Built in, because a binary runs where its build machine's paths do not
 //! exist (a container, another host): `xccd bench` then measures the same
@@ -97,11 +98,20 @@ impl BenchSet {
             .map_err(|e| CliError::BadInput(format!("bench instance {name}: {e}")))
     }
 
+    /// An instance with costs: `costs/NAME.dlx`.
+    pub fn load_costs(&self, name: &str) -> Result<(Problem, String), CliError> {
+        let text = self.text("costs", name)?;
+        let problem = dlx_format::parse(&text)
+            .map_err(|e| CliError::BadInput(format!("bench instance {name}: {e}")))?;
+        Ok((problem, text))
+    }
+
     /// The DLX text of `folder/name.dlx`.
     fn text(&self, folder: &str, name: &str) -> Result<String, CliError> {
         match self {
             BenchSet::Builtin => match folder {
                 "memo" => builtin::MEMO_INSTANCES,
+                "costs" => builtin::COST_INSTANCES,
                 _ => builtin::INSTANCES,
             }
             .iter()
