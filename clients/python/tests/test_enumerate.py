@@ -32,6 +32,20 @@ def test_a_node_limit_asked_is_not_an_error_and_one_not_asked_is_absent(
     assert client.count(queens_dlx(10), max_nodes=50) < 724
 
 
+def test_preprocess_names_the_same_solutions_by_the_callers_options(
+    client: xccd.Client,
+) -> None:
+    # DLX-PRE removes 237 of sudoku_hard17's options (bench/dlx-pre/).
+    text = (INSTANCES / "sudoku_hard17.dlx").read_text()
+    plain = {tuple(s) for s in client.enumerate(text)}
+    assert len(plain) == 1
+    assert {tuple(s) for s in client.enumerate(text, preprocess=True)} == plain
+    assert client.count(text, preprocess=True) == 1
+    answer = client.solve(text, preprocess=True)
+    assert {tuple(s) for s in answer.solutions} == plain
+    assert answer.statistics.preprocessing.removed_options == 237
+
+
 def test_puzzles_come_back_as_grids(client: xccd.Client) -> None:
     grids = list(client.enumerate_puzzle("queens", 6))
     assert len(grids) == 4 and len(set(grids)) == 4

@@ -230,15 +230,20 @@ class Client:
         *,
         max_nodes: int = 0,
         engine: Optional[str] = None,
+        preprocess: bool = False,
     ) -> SolveResult:
         """Up to `limit` solutions of `problem` (DLX text, a Problem or a
         StructuredProblem): `limit=2` tells whether a solution is unique.
-        The server answers at most 100,000 (use enumerate beyond)."""
+        The server answers at most 100,000 (use enumerate beyond).
+        `preprocess` has the server reduce the problem first (Knuth's
+        DLX-PRE): the same solutions, named by this problem's options;
+        statistics.preprocessing says what was removed."""
         request = solver_pb2.SolveRequest(
             problem=problem_message(problem),
             limit=limit,
             max_nodes=max_nodes,
             engine=_ENGINES[engine],
+            preprocess=preprocess,
         )
         response = self._unary(self._solver.Solve, request)
         if response.reason not in self._accepted(limit, max_nodes):
@@ -253,15 +258,21 @@ class Client:
         )
 
     def count(
-        self, problem: ProblemLike, *, max_nodes: int = 0, engine: Optional[str] = None
+        self,
+        problem: ProblemLike,
+        *,
+        max_nodes: int = 0,
+        engine: Optional[str] = None,
+        preprocess: bool = False,
     ) -> int:
         """How many solutions `problem` has (counted by the server, none
-        transmitted)."""
+        transmitted; `preprocess` as for solve)."""
         request = solver_pb2.EnumerateRequest(
             problem=problem_message(problem),
             count_only=True,
             max_nodes=max_nodes,
             engine=_ENGINES[engine],
+            preprocess=preprocess,
         )
         summaries: List[Any] = []
         for _ in self._stream(self._solver.Enumerate, request, self._accepted(0, max_nodes), summaries):
@@ -276,16 +287,18 @@ class Client:
         max_nodes: int = 0,
         engine: Optional[str] = None,
         batch_size: int = 0,
+        preprocess: bool = False,
     ) -> Iterator[List[int]]:
         """Every solution of `problem` (or the first `limit`), each a list
         of option indices (ascending), as the server finds them. Breaking
-        out of the loop cancels the search."""
+        out of the loop cancels the search. `preprocess` as for solve."""
         request = solver_pb2.EnumerateRequest(
             problem=problem_message(problem),
             limit=limit,
             max_nodes=max_nodes,
             engine=_ENGINES[engine],
             batch_size=batch_size,
+            preprocess=preprocess,
             packed_solutions=True,
             progress_interval_seconds=60,
         )
@@ -380,6 +393,7 @@ class Client:
         include_option_text: bool = False,
         engine: Optional[str] = None,
         request_id: Union[str, uuid.UUID, None] = None,
+        preprocess: bool = False,
     ) -> Job:
         """Creates a job searching `problem` (DLX text, a Problem or a
         StructuredProblem, as for solve; or a Puzzle message) for every
@@ -392,7 +406,8 @@ class Client:
         request_id of a job the server still remembers returns that job
         (and one with the same request_id but a different request raises
         XccdError with reason REQUEST_ID_REUSED). When none is given one is
-        made up, so that the retries of this call are safe."""
+        made up, so that the retries of this call are safe. `preprocess`
+        as for solve (a problem, not a Puzzle)."""
         request = solver_pb2.CreateJobRequest(
             limit=limit,
             keep_solutions=keep_solutions,
@@ -400,6 +415,7 @@ class Client:
             count_only=count_only,
             include_option_text=include_option_text,
             engine=_ENGINES[engine],
+            preprocess=preprocess,
         )
         if isinstance(problem, puzzle_pb2.Puzzle):
             request.puzzle.CopyFrom(problem)
