@@ -31,7 +31,7 @@ use std::time::Instant;
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use xccd::run::{
-    run_task, Batch, Control, Ledger, Port, RunEnd, RunPoint, RunSpec, Stop, Taken, Work,
+    run_task, Batch, Control, Ledger, Port, QueuedTask, RunEnd, RunPoint, RunSpec, Stop, Taken,
 };
 use xccd::xcc::problem::EntrySpec;
 use xccd::xcc::{
@@ -1684,7 +1684,7 @@ struct Flaky<'a> {
     rng: &'a mut Rng,
     ledger: &'a mut Ledger,
     delivered: &'a mut Vec<Sol>,
-    queue: &'a mut VecDeque<Work>,
+    queue: &'a mut VecDeque<QueuedTask>,
     die: f64,
     give: f64,
     checkpoint: f64,
@@ -1731,7 +1731,7 @@ impl Port for Flaky<'_> {
             .ledger
             .gave_away(task, found)
             .unwrap_or_else(|e| panic!("the ledger refused a give-away: {e}"));
-        self.queue.push_back(Work::new(task));
+        self.queue.push_back(QueuedTask::new(task));
     }
 }
 
@@ -1742,7 +1742,7 @@ impl Port for Flaky<'_> {
 fn run_with_losses(problem: &Problem, seed: u64, die: f64, give: f64, ck: f64) -> (Vec<Sol>, u32) {
     let mut rng = Rng::new(seed);
     let mut solver = Solver::new(problem);
-    let mut queue = VecDeque::from([Work::new(Task::root())]);
+    let mut queue = VecDeque::from([QueuedTask::new(Task::root())]);
     let mut delivered = Vec::new();
     let mut lost = 0;
     let mut finished_weight = 0.0;
