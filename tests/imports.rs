@@ -4,13 +4,16 @@
 //!
 //! How it checks, without a Rust parser: every `.rs` file under `src/` is a module (`src/a/b.rs`
 //! and `src/a/b/mod.rs` are `a::b`; `src/lib.rs` and `src/main.rs` the roots). Outside comments
-//! and before its `#[cfg(test)] mod tests` (tests may reach anywhere), each path starting with
-//! `crate::`, `xccd::` (the binary naming the library: both roots are `src/`), `super::` or
-//! `self::` is read, `use` groups (`{a, b::{c}}`) expanded, and resolved to the longest module
-//! prefix that is a file. The edges between files make a graph; each strongly connected set of
-//! two or more files is a circle. Circles known when this check came are listed in [`KNOWN`],
-//! to be fixed and removed from the list: a new circle fails the test, and so does a listed one
-//! that is gone (remove it from the list, so that it cannot come back).
+//! and before its `#[cfg(test)] mod tests {` (tests may reach anywhere), a file's `use` statements
+//! (groups `{a, b::{c}}` expanded) and the paths in its code starting with `crate::`, `xccd::`
+//! (the binary naming the library: both roots are `src/`) or `super::` are resolved to the
+//! longest module prefix that is a file, following re-exports (`pub use`) to the file an item
+//! comes from. A module's own file (`mod.rs`, the roots) naming the files below it is the module
+//! tree, not an arrow, and is left out; a part naming its parent is kept. Method calls name no
+//! path and are not seen. The edges make a graph; each strongly connected set of two or more files
+//! is a circle. Circles known when this check came are listed in [`KNOWN`], to be broken and
+//! removed from the list: a new circle fails the test, and so does a listed one that is gone
+//! (remove it from the list, so that it cannot come back).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

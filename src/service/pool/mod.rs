@@ -44,7 +44,6 @@
 //! Progress of a job is the weight of its finished work plus the estimates of
 //! its running tasks (Knuth's estimate inside each task), never reported
 //! lower than before, and 1 when the job completes.
-
 //!
 //! One idea per room: [`schedule`] (the queue: which task runs next, and the
 //! flags runs read at their polls), [`policy`] (what a run does at a poll,

@@ -8,8 +8,8 @@
 //! lease and another task's). It must not deliver, count or book anything:
 //! the session's [`crate::run::Ledger`] does that with what passes.
 
-use crate::service::cluster::proto as pb;
 use crate::run::{verify_solution, Region, Solutions};
+use crate::service::cluster::proto as pb;
 use crate::service::job::Job;
 use crate::xcc::{self, Task};
 
