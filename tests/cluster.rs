@@ -10,6 +10,8 @@
 
 #![allow(clippy::needless_update)]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -25,8 +27,9 @@ use xccd::service::credentials::WorkerToken;
 use xccd::service::proto as pb;
 use xccd::service::server::{start, RunningServer, ServeConfig};
 use xccd::service::{JobSpec, PoolConfig};
-use xccd::xcc::{dlx_format, Collect, Problem, RunConfig, Solver, Task};
+use xccd::xcc::{dlx_format, Problem, RunConfig, Solver, Task};
 
+use common::fixtures::{all_solutions, instance};
 use pb::enumerate_response::Event;
 use wire::coordinator_message::Kind as FromCoordinator;
 use wire::worker_message::Kind as ToCoordinator;
@@ -43,27 +46,8 @@ const SEARCH: Duration = Duration::from_secs(180);
 // Fixtures
 // ---------------------------------------------------------------------------
 
-fn instance(name: &str) -> String {
-    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/instances"))
-        .join(format!("{name}.dlx"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 fn parse(text: &str) -> Problem {
     dlx_format::parse(text).expect("benchmark instances parse")
-}
-
-/// Every solution, from the engine in this process.
-fn all_solutions(problem: &Problem) -> BTreeSet<Vec<u32>> {
-    let mut collect = Collect::default();
-    Solver::new(problem)
-        .run(&Task::root(), &RunConfig::default(), &mut collect)
-        .expect("the root task is valid");
-    collect
-        .solutions
-        .iter()
-        .map(|s| s.iter().map(|&o| o as u32).collect())
-        .collect()
 }
 
 /// The token the test coordinators ask of their workers.

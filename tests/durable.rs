@@ -14,35 +14,24 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::fixtures::instance;
 use common::rng::Rng;
 use tonic::transport::Channel;
 use tonic::Code;
 use xccd::service::proto as pb;
-use xccd::xcc::{dlx_format, Collect, RunConfig, Solver, Task};
+use xccd::xcc::dlx_format;
 
 type Client = pb::solver_service_client::SolverServiceClient<Channel>;
 
 const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
 const TOKEN: &str = "durable-test-worker-token";
 
-fn instance(name: &str) -> String {
-    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/instances"))
-        .join(format!("{name}.dlx"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 /// Every solution, from the engine in this process (options ascending).
 fn all_solutions(text: &str) -> BTreeSet<Vec<u32>> {
     let problem = dlx_format::parse(text).expect("instances parse");
-    let mut collect = Collect::default();
-    Solver::new(&problem)
-        .run(&Task::root(), &RunConfig::default(), &mut collect)
-        .expect("the root task is valid");
-    collect
-        .solutions
-        .iter()
-        .map(|s| {
-            let mut s: Vec<u32> = s.iter().map(|&o| o as u32).collect();
+    common::fixtures::all_solutions(&problem)
+        .into_iter()
+        .map(|mut s| {
             s.sort_unstable();
             s
         })

@@ -10,11 +10,14 @@
 // Requests name the fields they set and default the rest.
 #![allow(clippy::needless_update)]
 
+mod common;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use common::fixtures::instance;
 use tonic::transport::Channel;
 use tonic::Code;
 use xccd::service::proto as pb;
@@ -22,13 +25,6 @@ use xccd::service::server::{start, ServeConfig};
 use xccd::service::PoolConfig;
 use xccd::xcc::estimate::{estimate, sample};
 use xccd::xcc::{dlx_format, CountOnly, Decision, Engine, Problem, RunConfig, Solver, Stats, Task};
-
-fn instance(name: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("bench/instances")
-        .join(format!("{name}.dlx"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 fn parse(text: &str) -> Problem {
     dlx_format::parse(text).expect("a valid problem")

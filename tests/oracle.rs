@@ -17,6 +17,9 @@
 //! option must not change the solution set (mapped back), and running twice
 //! must give the same sequence and the same counters.
 
+mod common;
+
+use common::random_problems::{self, ItemSpec, Shape, Spec};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use xccd::xcc::problem::{EntrySpec, ItemKind};
@@ -27,20 +30,6 @@ use xccd::xcc::{
 
 /// Largest number of options a random problem gets (the oracle is 2^n).
 const MAX_OPTIONS: usize = 12;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ItemSpec {
-    Primary { min: u32, max: u32 },
-    Secondary,
-}
-
-/// A problem as plain data: items in declaration order, options as
-/// (item index, color) pairs in the order they are given to the builder.
-#[derive(Debug, Clone)]
-struct Spec {
-    items: Vec<ItemSpec>,
-    options: Vec<Vec<(usize, Option<u8>)>>,
-}
 
 impl Spec {
     fn name(&self, item: usize) -> String {
@@ -318,91 +307,17 @@ enum Kind {
     MultColors,
 }
 
-fn option_strategy(
-    n_items: usize,
-    n_primary: usize,
-    n_colors: u8,
-) -> impl Strategy<Value = Vec<(usize, Option<u8>)>> {
-    let max_len = n_items.min(4);
-    proptest::sample::subsequence((0..n_items).collect::<Vec<_>>(), 1..=max_len)
-        .prop_shuffle()
-        .prop_flat_map(move |items| {
-            let len = items.len();
-            (Just(items), proptest::collection::vec(0..=n_colors, len))
-        })
-        .prop_map(move |(items, colors)| {
-            items
-                .into_iter()
-                .zip(colors)
-                .map(|(i, c)| {
-                    let color = if i >= n_primary && c > 0 {
-                        Some(c - 1)
-                    } else {
-                        None
-                    };
-                    (i, color)
-                })
-                .collect()
-        })
-}
-
 /// A random problem of the given kind. Items are declared primaries first,
-/// then secondaries (the permutation test interleaves them). Some problems
-/// get a planted solution (a partition of the primary items into up to three
-/// options) so that not every instance is unsolvable.
+/// then secondaries (the permutation test interleaves them); some problems
+/// get a planted solution (see [`common::random_problems`]).
 fn spec_strategy(kind: Kind) -> impl Strategy<Value = Spec> {
-    let secondaries = if kind == Kind::Exact {
-        0usize..=0
-    } else {
-        0usize..=3
-    };
-    let mult = matches!(kind, Kind::Mult | Kind::MultColors);
-    let colored = matches!(kind, Kind::Colors | Kind::MultColors);
-    (1usize..=6, secondaries, 1usize..=MAX_OPTIONS, 2u8..=3).prop_flat_map(
-        move |(np, ns, nopt, ncolors)| {
-            let bounds = proptest::collection::vec(
-                if mult {
-                    (0u32..=3, 1u32..=3)
-                        .prop_map(|(a, b)| (a.min(b), b))
-                        .boxed()
-                } else {
-                    Just((1u32, 1u32)).boxed()
-                },
-                np,
-            );
-            let options = proptest::collection::vec(
-                option_strategy(np + ns, np, if colored { ncolors } else { 0 }),
-                nopt,
-            );
-            let plant = proptest::option::of(proptest::collection::vec(0usize..3, np));
-            (bounds, options, plant).prop_map(move |(bounds, mut options, plant)| {
-                let mut items: Vec<ItemSpec> = bounds
-                    .into_iter()
-                    .map(|(min, max)| ItemSpec::Primary { min, max })
-                    .collect();
-                items.extend(std::iter::repeat_n(ItemSpec::Secondary, ns));
-                if let Some(groups) = plant {
-                    let mut planted = Vec::new();
-                    for g in 0..3 {
-                        let part: Vec<(usize, Option<u8>)> = (0..np)
-                            .filter(|&i| groups[i] == g)
-                            .map(|i| (i, None))
-                            .collect();
-                        if !part.is_empty() {
-                            planted.push(part);
-                        }
-                    }
-                    // The planted options replace random ones, keeping
-                    // the number of options (at least the planted ones).
-                    let keep = options.len().saturating_sub(planted.len());
-                    options.truncate(keep);
-                    options.extend(planted);
-                    assert!(options.len() <= MAX_OPTIONS);
-                }
-                Spec { items, options }
-            })
-        },
-    )
+    random_problems::spec_strategy(Shape {
+        primaries: 1..=6,
+        secondaries: if kind == Kind::Exact { 0..=0 } else { 0..=3 },
+        options: 1..=MAX_OPTIONS,
+        multiplicities: Just(matches!(kind, Kind::Mult | Kind::MultColors)).boxed(),
+        colors: Just(matches!(kind, Kind::Colors | Kind::MultColors)).boxed(),
+    })
 }
 
 /// A problem with an item permutation, an option permutation and a seed for

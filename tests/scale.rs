@@ -4,10 +4,12 @@
 //! of leases spread over all of them. What the coordinator delivers must be
 //! exactly what the engine finds in this process. Nothing here is timed.
 
+mod common;
+
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use common::fixtures::{all_solutions, instance};
 use tokio::sync::watch;
 use tonic::transport::Channel;
 use xccd::service::cluster::sim::{SimReport, SimWorker};
@@ -17,32 +19,12 @@ use xccd::service::proto as pb;
 use xccd::service::proto::solver_service_client::SolverServiceClient;
 use xccd::service::server::{start, ServeConfig};
 use xccd::service::PoolConfig;
-use xccd::xcc::{dlx_format, Collect, RunConfig, Solver, Task};
+use xccd::xcc::dlx_format;
 
 const TOKEN: &str = "scale-test-worker-token";
 const WORKERS: usize = 100;
 /// Nodes a simulated worker explores per lease before it checkpoints.
 const LEASE_NODES: u64 = 4;
-
-fn instance(name: &str) -> String {
-    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/instances"))
-        .join(format!("{name}.dlx"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// Every solution, from the engine in this process.
-fn all_solutions(text: &str) -> BTreeSet<Vec<u32>> {
-    let problem = dlx_format::parse(text).expect("benchmark instances parse");
-    let mut collect = Collect::default();
-    Solver::new(&problem)
-        .run(&Task::root(), &RunConfig::default(), &mut collect)
-        .expect("the root task is valid");
-    collect
-        .solutions
-        .iter()
-        .map(|s| s.iter().map(|&o| o as u32).collect())
-        .collect()
-}
 
 /// Enumerates `text` through the API: the solutions streamed (none when
 /// counting) and the summary.
@@ -127,7 +109,7 @@ async fn a_hundred_simulated_workers_deliver_the_exact_counts_and_solutions() {
 
     // latin4, every solution streamed: the set of the engine, once each.
     let latin4 = instance("latin4");
-    let expected = all_solutions(&latin4);
+    let expected = all_solutions(&dlx_format::parse(&latin4).expect("benchmark instances parse"));
     assert_eq!(expected.len(), 576);
     let (streamed, summary) = enumerate(&mut client, &latin4, false).await;
     assert_eq!(

@@ -39,6 +39,7 @@ use xccd::service::server::{start, RunningServer, ServeConfig};
 use xccd::service::{Delivery, JobSpec, Pool, PoolConfig};
 use xccd::xcc::{dlx_format, Collect, Engine, Problem, RunConfig, Solver, Task};
 
+use common::fixtures::instance;
 use pb::enumerate_response::Event;
 
 type Client = pb::solver_service_client::SolverServiceClient<Channel>;
@@ -59,11 +60,6 @@ const MAX_MESSAGES: usize = 2_000_000;
 
 fn bench_dir() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/bench"))
-}
-
-fn instance(name: &str) -> String {
-    let path = bench_dir().join("instances").join(format!("{name}.dlx"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The solution counts of `knuth-reference.tsv` (independent of this crate).

@@ -22,16 +22,19 @@
 //!   leave any of them), and a path that names no node is rejected;
 //! - a solver stays usable after every kind of early exit.
 
+mod common;
+
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use common::random_problems::{self, ItemSpec, Shape, Spec};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use xccd::run::{
-    run_task, Batch, Control, Ledger, Port, RunEnd, RunPoint, RunSpec, Stop, Taken, Work,
+    run_task, Batch, Control, Ledger, Port, QueuedTask, RunEnd, RunPoint, RunSpec, Stop, Taken,
 };
 use xccd::xcc::problem::EntrySpec;
 use xccd::xcc::{
@@ -1476,18 +1479,6 @@ fn path_past_the_last_alternative_is_rejected() {
 
 // ----- Random problems (the generator of tests/oracle.rs) -----
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ItemSpec {
-    Primary { min: u32, max: u32 },
-    Secondary,
-}
-
-#[derive(Debug, Clone)]
-struct Spec {
-    items: Vec<ItemSpec>,
-    options: Vec<Vec<(usize, Option<u8>)>>,
-}
-
 impl Spec {
     fn build(&self) -> Problem {
         let names: Vec<String> = (0..self.items.len()).map(|i| format!("i{i}")).collect();
@@ -1514,75 +1505,16 @@ impl Spec {
     }
 }
 
-fn option_strategy(
-    n_items: usize,
-    n_primary: usize,
-    n_colors: u8,
-) -> impl Strategy<Value = Vec<(usize, Option<u8>)>> {
-    proptest::sample::subsequence((0..n_items).collect::<Vec<_>>(), 1..=n_items.min(4))
-        .prop_shuffle()
-        .prop_flat_map(move |items| {
-            let len = items.len();
-            (Just(items), proptest::collection::vec(0..=n_colors, len))
-        })
-        .prop_map(move |(items, colors)| {
-            items
-                .into_iter()
-                .zip(colors)
-                .map(|(i, c)| (i, (i >= n_primary && c > 0).then(|| c - 1)))
-                .collect()
-        })
-}
-
 /// Random problems of every kind at once: `mult` and `colored` chosen per
 /// case; a planted partition of the primaries keeps many of them solvable.
 fn spec_strategy() -> impl Strategy<Value = Spec> {
-    (
-        1usize..=8,
-        0usize..=3,
-        1usize..=20,
-        2u8..=3,
-        any::<bool>(),
-        any::<bool>(),
-    )
-        .prop_flat_map(|(np, ns, nopt, ncolors, mult, colored)| {
-            let bounds = proptest::collection::vec(
-                if mult {
-                    (0u32..=3, 1u32..=3)
-                        .prop_map(|(a, b)| (a.min(b), b))
-                        .boxed()
-                } else {
-                    Just((1u32, 1u32)).boxed()
-                },
-                np,
-            );
-            let options = proptest::collection::vec(
-                option_strategy(np + ns, np, if colored { ncolors } else { 0 }),
-                nopt,
-            );
-            let plant = proptest::option::of(proptest::collection::vec(0usize..3, np));
-            (bounds, options, plant).prop_map(move |(bounds, mut options, plant)| {
-                let mut items: Vec<ItemSpec> = bounds
-                    .into_iter()
-                    .map(|(min, max)| ItemSpec::Primary { min, max })
-                    .collect();
-                items.extend(std::iter::repeat_n(ItemSpec::Secondary, ns));
-                if let Some(groups) = plant {
-                    let planted: Vec<Vec<(usize, Option<u8>)>> = (0..3)
-                        .map(|g| {
-                            (0..np)
-                                .filter(|&i| groups[i] == g)
-                                .map(|i| (i, None))
-                                .collect::<Vec<_>>()
-                        })
-                        .filter(|p| !p.is_empty())
-                        .collect();
-                    options.truncate(options.len().saturating_sub(planted.len()));
-                    options.extend(planted);
-                }
-                Spec { items, options }
-            })
-        })
+    random_problems::spec_strategy(Shape {
+        primaries: 1..=8,
+        secondaries: 0..=3,
+        options: 1..=20,
+        multiplicities: any::<bool>().boxed(),
+        colors: any::<bool>().boxed(),
+    })
 }
 
 fn config(cases: u32) -> ProptestConfig {
@@ -1684,7 +1616,7 @@ struct Flaky<'a> {
     rng: &'a mut Rng,
     ledger: &'a mut Ledger,
     delivered: &'a mut Vec<Sol>,
-    queue: &'a mut VecDeque<Work>,
+    queue: &'a mut VecDeque<QueuedTask>,
     die: f64,
     give: f64,
     checkpoint: f64,
@@ -1731,7 +1663,7 @@ impl Port for Flaky<'_> {
             .ledger
             .gave_away(task, found)
             .unwrap_or_else(|e| panic!("the ledger refused a give-away: {e}"));
-        self.queue.push_back(Work::new(task));
+        self.queue.push_back(QueuedTask::new(task));
     }
 }
 
@@ -1742,7 +1674,7 @@ impl Port for Flaky<'_> {
 fn run_with_losses(problem: &Problem, seed: u64, die: f64, give: f64, ck: f64) -> (Vec<Sol>, u32) {
     let mut rng = Rng::new(seed);
     let mut solver = Solver::new(problem);
-    let mut queue = VecDeque::from([Work::new(Task::root())]);
+    let mut queue = VecDeque::from([QueuedTask::new(Task::root())]);
     let mut delivered = Vec::new();
     let mut lost = 0;
     let mut finished_weight = 0.0;

@@ -4,11 +4,14 @@
 //! again once there is room. Mounting needs root (CAP_SYS_ADMIN): without
 //! it each test says so and skips.
 
+mod common;
+
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::fixtures::instance;
 use tonic::transport::Channel;
 use tonic::Code;
 use xccd::service::proto as pb;
@@ -16,12 +19,6 @@ use xccd::service::proto as pb;
 type Client = pb::solver_service_client::SolverServiceClient<Channel>;
 
 const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
-
-fn instance(name: &str) -> String {
-    let path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/bench/instances"))
-        .join(format!("{name}.dlx"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 fn free_port() -> SocketAddr {
     TcpListener::bind("127.0.0.1:0")

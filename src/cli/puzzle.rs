@@ -17,11 +17,11 @@ use xccd::puzzles::kinds::{self, EncodeOptions, Kind};
 use xccd::puzzles::side_condition;
 use xccd::puzzles::{formats, picture};
 use xccd::puzzles::{Encoded, FutoshikiEncoding, Puzzle};
-use xccd::run::{memo_refusal, run_root, Batch, Control, MemoRun, Port, RunEnd, RunSpec, Taken};
+use xccd::run::{memo_refusal, run_root, Batch, MemoRun, Port, RunEnd, RunSpec, Taken};
 use xccd::service::proto as pb;
 use xccd::service::puzzle_input::puzzle_message;
 use xccd::service::JobSpec;
-use xccd::xcc::{dlx_format, ProgressView, Stats, Task};
+use xccd::xcc::{dlx_format, Stats, Task};
 
 use super::credentials::WhereArgs;
 use super::pooled::{authorized, delivery, on_pool, puzzle_remote};
@@ -308,12 +308,6 @@ impl<W: Write> Port for Printer<'_, W> {
             }
         }
         Taken::All
-    }
-    fn control(&mut self, _progress: &ProgressView<'_>) -> Control {
-        Control::Continue
-    }
-    fn given_away(&mut self, _task: Task, _found: u64) {
-        unreachable!("the single-threaded run never gives work away")
     }
 }
 

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use xccd::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, Stop, Taken};
-use xccd::xcc::{dlx_format, Problem, ProgressView, Stats, Task};
+use xccd::xcc::{dlx_format, Problem, ProgressView, Stats};
 
 use super::credentials::WhereArgs;
 use super::CliError;
@@ -280,10 +280,6 @@ impl<W: Write> Port for Printer<'_, W> {
             progress.fraction(),
         );
         Control::Continue
-    }
-
-    fn given_away(&mut self, _task: Task, _found: u64) {
-        unreachable!("the single-threaded run never gives work away")
     }
 }
 

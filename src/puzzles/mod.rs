@@ -31,8 +31,8 @@ pub use size::{EncodingLimits, EncodingSize, Measure, SizeError, TooLarge};
 
 use std::sync::Arc;
 
-use crate::run::{run_root, Batch, Control, Port, RunEnd, RunSpec, SideCondition, Taken};
-use crate::xcc::{Problem, ProgressView, Task};
+use crate::run::{run_root, Batch, RunEnd, RunSpec, SideCondition, Sink, Taken};
+use crate::xcc::Problem;
 
 /// The most cells (holes included) a hitori, hidato or slitherlink grid
 /// may have: 1000 x 1000 or so. Their encodings are refused well before
@@ -110,38 +110,19 @@ pub struct Solutions {
 /// Solves an encoded puzzle on this thread, keeping the first `keep`
 /// solutions decoded.
 pub fn solve(encoded: &dyn Encoded, limit: Option<u64>, keep: usize) -> Solutions {
-    /// Decodes the first `keep` solutions.
-    struct Keep<'a> {
-        encoded: &'a dyn Encoded,
-        grids: Vec<String>,
-        keep: usize,
-        options: Vec<usize>,
-    }
-    impl Port for Keep<'_> {
-        fn deliver(&mut self, batch: Batch, _force: bool) -> Taken {
-            for solution in &batch.solutions {
-                if self.grids.len() >= self.keep {
-                    break;
-                }
-                self.options.clear();
-                self.options.extend(solution.iter().map(|&o| o as usize));
-                self.grids.push(self.encoded.decode(&self.options));
+    // Decodes the first `keep` solutions.
+    let (mut grids, mut options) = (Vec::new(), Vec::new());
+    let mut port = Sink(|batch: Batch| {
+        for solution in &batch.solutions {
+            if grids.len() >= keep {
+                break;
             }
-            Taken::All
+            options.clear();
+            options.extend(solution.iter().map(|&o| o as usize));
+            grids.push(encoded.decode(&options));
         }
-        fn control(&mut self, _progress: &ProgressView<'_>) -> Control {
-            Control::Continue
-        }
-        fn given_away(&mut self, _task: Task, _found: u64) {
-            unreachable!("this port never asks for a give-away")
-        }
-    }
-    let mut port = Keep {
-        encoded,
-        grids: Vec::new(),
-        keep,
-        options: Vec::new(),
-    };
+        Taken::All
+    });
     let spec = RunSpec {
         limit,
         want_solutions: keep > 0,
@@ -150,7 +131,7 @@ pub fn solve(encoded: &dyn Encoded, limit: Option<u64>, keep: usize) -> Solution
     let engine = crate::xcc::Engine::auto(encoded.problem());
     let report = run_root(encoded.problem(), engine, &spec, Some(encoded), &mut port);
     Solutions {
-        grids: port.grids,
+        grids,
         count: report.delivered,
         complete: report.end == RunEnd::Exhausted,
         stats: report.stats,

@@ -21,7 +21,7 @@ use crate::xcc::{Cut, Task, ALL};
 /// solutions earlier runs delivered (a rerun skips them), and what its
 /// losses with workers tell (see [`Ledger::lose`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Work {
+pub struct QueuedTask {
     pub task: Task,
     pub skip: u64,
     /// Losses in a row at the same point of the run (see [`Ledger::lose`]).
@@ -34,10 +34,10 @@ pub struct Work {
     pub not_before: Option<Instant>,
 }
 
-impl Work {
+impl QueuedTask {
     /// A task no run has delivered from.
-    pub fn new(task: Task) -> Work {
-        Work {
+    pub fn new(task: Task) -> QueuedTask {
+        QueuedTask {
             task,
             skip: 0,
             attempts: 0,
@@ -142,8 +142,8 @@ impl Failure {
 pub struct Settlement {
     /// The share of the job's tree the run explored (for progress).
     pub finished_weight: f64,
-    /// Work to queue again, before the job's other tasks.
-    pub requeue: Vec<Work>,
+    /// Tasks to queue again, before the job's other tasks.
+    pub requeue: Vec<QueuedTask>,
     /// The job fails.
     pub failure: Option<Failure>,
     /// The run was lost with its worker.
@@ -158,7 +158,7 @@ pub struct Settlement {
 #[derive(Debug, Clone)]
 pub struct Ledger {
     /// The task as it would run again: its cuts grow with every give-away.
-    work: Work,
+    work: QueuedTask,
     /// Solutions of the task delivered so far: the index of the next one.
     delivered: u64,
     /// Weight given away by this run.
@@ -178,7 +178,7 @@ fn describe(task: &Task) -> String {
 }
 
 impl Ledger {
-    pub fn new(work: Work) -> Ledger {
+    pub fn new(work: QueuedTask) -> Ledger {
         Ledger {
             delivered: work.skip,
             given: 0.0,
@@ -187,7 +187,7 @@ impl Ledger {
     }
 
     /// The task and its skip as handed out, with the cuts recorded since.
-    pub fn work(&self) -> &Work {
+    pub fn work(&self) -> &QueuedTask {
         &self.work
     }
 
@@ -252,7 +252,7 @@ impl Ledger {
                         });
                     }
                     left += task.weight;
-                    settlement.requeue.push(Work::new(task));
+                    settlement.requeue.push(QueuedTask::new(task));
                 }
                 if left > weight - self.given + SLACK {
                     return Err(LedgerError::Weight {
@@ -333,7 +333,7 @@ impl Ledger {
     }
 
     /// The task to run again if this run does not finish.
-    fn rerun(&self) -> Work {
+    fn rerun(&self) -> QueuedTask {
         let mut work = self.work.clone();
         work.task.weight = (work.task.weight - self.given).max(0.0);
         work.skip = self.delivered;
@@ -431,9 +431,9 @@ mod tests {
 
     #[test]
     fn reports_are_delivered_once_and_in_order() {
-        let mut ledger = Ledger::new(Work {
+        let mut ledger = Ledger::new(QueuedTask {
             skip: 3,
-            ..Work::new(Task::root())
+            ..QueuedTask::new(Task::root())
         });
         assert_eq!(ledger.found(0, 2), Ok(2));
         assert_eq!(ledger.found(2, 3), Ok(1));
@@ -448,7 +448,7 @@ mod tests {
 
     #[test]
     fn give_aways_must_be_inside_and_disjoint_and_leave_cuts() {
-        let mut ledger = Ledger::new(Work::new(task(&[1], 2, 6, 0.5)));
+        let mut ledger = Ledger::new(QueuedTask::new(task(&[1], 2, 6, 0.5)));
         // Outside: another branch, the range's edges, a path above.
         for bad in [
             task(&[0], 3, 4, 0.1),
@@ -497,9 +497,9 @@ mod tests {
 
     #[test]
     fn nothing_leaves_a_run_before_it_caught_up() {
-        let mut ledger = Ledger::new(Work {
+        let mut ledger = Ledger::new(QueuedTask {
             skip: 4,
-            ..Work::new(Task::root())
+            ..QueuedTask::new(Task::root())
         });
         assert!(matches!(
             ledger.gave_away(task(&[0], 1, 2, 0.1), 3),
@@ -517,7 +517,7 @@ mod tests {
 
     #[test]
     fn settlements() {
-        let ledger = Ledger::new(Work::new(task(&[2], 0, ALL, 0.5)));
+        let ledger = Ledger::new(QueuedTask::new(task(&[2], 0, ALL, 0.5)));
         let done = ledger.settle(RunEnd::Exhausted, 0).unwrap();
         assert_eq!(done.finished_weight, 0.5);
         let checkpoint = ledger
@@ -546,7 +546,7 @@ mod tests {
     /// Runs the lost runs at `points` one after another, each from the
     /// task the loss before it queued; the settlement of the last.
     fn lose_at(max_attempts: u32, points: &[(u64, u64)]) -> Vec<Settlement> {
-        let mut work = Work::new(task(&[], 0, ALL, 1.0));
+        let mut work = QueuedTask::new(task(&[], 0, ALL, 1.0));
         let mut settlements = Vec::new();
         for &(low, high) in points {
             let lost = Ledger::new(work.clone()).lose(max_attempts, RunPoint { low, high });

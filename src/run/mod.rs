@@ -42,11 +42,12 @@ mod testing;
 
 pub use cheapest::{cheapest_refusal, run_cheapest};
 pub use condition::SideCondition;
-pub use ledger::{verify_solution, Failure, Ledger, LedgerError, RunPoint, Settlement, Work};
+pub use ledger::{verify_solution, Failure, Ledger, LedgerError, QueuedTask, RunPoint, Settlement};
 pub use memo::{memo_refusal, run_memo};
 pub use region::{check_task, Region};
 pub use runner::{
-    run_root, run_task, Batch, Control, MemoRun, Port, RunEnd, RunReport, RunSpec, Stop, Taken,
+    run_root, run_task, Batch, Control, MemoRun, Port, RunEnd, RunReport, RunSpec, Sink, Stop,
+    Taken,
 };
 pub use solutions::Solutions;
 

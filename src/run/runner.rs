@@ -113,16 +113,39 @@ pub enum Control {
 
 /// Where a run's results go, and who tells it what to do: the one thing
 /// each way of running a task provides.
+///
+/// Only [`Port::deliver`] must be written: a port that runs a task alone on
+/// its thread (the CLI, [`crate::puzzles::solve`]) lets the run go on at
+/// every poll and never asks for a give-away, which the defaults say; for
+/// such a port made of one closure, see [`Sink`].
 pub trait Port {
     /// Takes a batch. `force` is set when the run has ended: the batch
     /// must then be taken whatever the room.
     fn deliver(&mut self, batch: Batch, force: bool) -> Taken;
-    /// Called every `poll_interval` nodes.
-    fn control(&mut self, progress: &ProgressView<'_>) -> Control;
+    /// Called every `poll_interval` nodes. By default the run goes on.
+    fn control(&mut self, _progress: &ProgressView<'_>) -> Control {
+        Control::Continue
+    }
     /// Part of the task now belongs to `task` (after a [`Control::GiveAway`];
     /// the solutions found before it were offered first). `found`: the
     /// solutions the run had found, the skipped ones included.
-    fn given_away(&mut self, task: Task, found: u64);
+    ///
+    /// Called only after this port's own [`Port::control`] answered
+    /// [`Control::GiveAway`]: a port that ever answers it must take the task
+    /// here (it would be lost otherwise). The default, for ports that never
+    /// answer it, is never called.
+    fn given_away(&mut self, _task: Task, _found: u64) {}
+}
+
+/// A port made of a closure that takes each batch (its answer is the
+/// port's, [`Taken`]); the run goes on at every poll and never gives work
+/// away. As ripgrep's `sinks` make a searcher's sink of a closure.
+pub struct Sink<F>(pub F);
+
+impl<F: FnMut(Batch) -> Taken> Port for Sink<F> {
+    fn deliver(&mut self, batch: Batch, _force: bool) -> Taken {
+        (self.0)(batch)
+    }
 }
 
 /// Why a run stopped before exploring its task.

@@ -3,7 +3,7 @@
 //! every poll with one control.
 
 use super::runner::{Batch, Control, Port, Taken};
-use crate::xcc::{ProgressView, Task};
+use crate::xcc::ProgressView;
 
 pub(crate) struct Answering {
     pub control: Control,
@@ -19,9 +19,6 @@ impl Port for Answering {
     fn control(&mut self, _: &ProgressView<'_>) -> Control {
         self.polls += 1;
         self.control
-    }
-    fn given_away(&mut self, _: Task, _: u64) {
-        unreachable!("this run gives nothing away")
     }
 }
 

@@ -14,7 +14,7 @@ use super::store::Snapshot;
 use super::sync::Locked;
 use crate::puzzles::{Encoded, Puzzle};
 use crate::run::{Batch, Failure, RunSpec, SideCondition, Taken};
-pub use crate::run::{SolutionIndices, Solutions, Work};
+pub use crate::run::{QueuedTask, SolutionIndices, Solutions};
 use crate::xcc::preprocess::Figures;
 use crate::xcc::{Engine, Problem, Solver, Stats};
 
@@ -573,7 +573,7 @@ impl Job {
     /// How a run of this job's `work` goes: what it delivers and in what
     /// batches, and the limits left for it (`spent_nodes`: nodes the job
     /// has explored so far), polled every `poll_nodes` nodes.
-    pub fn run_spec(&self, work: &Work, spent_nodes: u64, poll_nodes: u64) -> RunSpec {
+    pub fn run_spec(&self, work: &QueuedTask, spent_nodes: u64, poll_nodes: u64) -> RunSpec {
         let (want_solutions, batch_size) = match self.spec.delivery {
             Delivery::CountOnly => (false, usize::MAX),
             Delivery::Stream { batch_size, .. } => (true, batch_size.max(1)),

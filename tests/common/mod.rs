@@ -15,10 +15,16 @@
 //! `puzzles_a.rs` and `puzzles_b.rs` use them too (one copy of each brute
 //! force in the tree).
 //!
+//! Beside them: [`fixtures`] (the benchmark instances, and every solution
+//! of a problem found in process), [`cluster`] (a coordinator and worker
+//! processes on loopback) and [`random_problems`] (the random XCC problems
+//! of the property tests).
+//!
 //! Include with `mod common;` from a test crate.
 
 pub mod cluster;
 pub mod dominoes;
+pub mod fixtures;
 pub mod futoshiki;
 pub mod hidato;
 pub mod hitori;
@@ -26,6 +32,7 @@ pub mod latin;
 pub mod oracle;
 pub mod packed;
 pub mod queens;
+pub mod random_problems;
 pub mod rng;
 pub mod slitherlink;
 pub mod sudoku;

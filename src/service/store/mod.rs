@@ -17,7 +17,7 @@ pub mod sqlite;
 
 use serde::{Deserialize, Serialize};
 
-use super::job::{JobId, RequestKey, SolutionIndices, Solutions, Work};
+use super::job::{JobId, QueuedTask, RequestKey, SolutionIndices, Solutions};
 use crate::xcc::{Engine, Stats, Task};
 
 pub use sqlite::SqliteStore;
@@ -195,8 +195,8 @@ pub struct StoredWork {
     pub attempts: u32,
 }
 
-impl From<&Work> for StoredWork {
-    fn from(work: &Work) -> StoredWork {
+impl From<&QueuedTask> for StoredWork {
+    fn from(work: &QueuedTask) -> StoredWork {
         StoredWork {
             task: work.task.clone(),
             skip: work.skip,
@@ -205,12 +205,12 @@ impl From<&Work> for StoredWork {
     }
 }
 
-impl From<StoredWork> for Work {
-    fn from(stored: StoredWork) -> Work {
-        Work {
+impl From<StoredWork> for QueuedTask {
+    fn from(stored: StoredWork) -> QueuedTask {
+        QueuedTask {
             skip: stored.skip,
             attempts: stored.attempts,
-            ..Work::new(stored.task)
+            ..QueuedTask::new(stored.task)
         }
     }
 }
@@ -234,7 +234,7 @@ impl Snapshot {
         Snapshot {
             solutions: 0,
             stats: Stats::default(),
-            tasks: vec![StoredWork::from(&Work::new(Task::root()))],
+            tasks: vec![StoredWork::from(&QueuedTask::new(Task::root()))],
             finished_weight: 0.0,
             tasks_done: 0,
         }

@@ -1,0 +1,569 @@
+//! One connected worker's session: its loop (messages, heartbeats and
+//! silence, wake-ups), the leases it holds and their books ([`Ledger`]),
+//! the problems the worker holds, and the end of a session (its leases
+//! lost).
+//!
+//! It must not decide what a lease is asked (see [`super::steering`]) nor
+//! trust a report it can check (see [`super::reports`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tonic::Status;
+
+use super::{reports, ClusterConfig, IDLE_LOOK, PROBLEM_CACHE, TICK};
+use crate::run::{check_task, Batch, Ledger, Region, RunPoint, Settlement};
+use crate::service::cluster::proto::{
+    self as pb, coordinator_message::Kind as Out, worker_message::Kind as In, AskKind,
+};
+use crate::service::job::Job;
+use crate::service::pool::Pool;
+use crate::xcc;
+
+/// A lease as its session keeps it.
+pub(super) struct Lease {
+    pub(super) job: Arc<Job>,
+    pub(super) epoch: u32,
+    /// The books of the run: what it delivered and gave away.
+    pub(super) ledger: Ledger,
+    /// Whether the run reports each solution's options (else counts).
+    pub(super) want_solutions: bool,
+    /// What was last asked of the run, so as not to ask twice.
+    pub(super) asked: AskKind,
+    pub(super) started: Instant,
+    /// Ended by the coordinator (job stopping, no progress); the slot
+    /// stays busy until the worker reports the run's end.
+    pub(super) revoked: bool,
+    /// The most nodes the run reported, and when that number last grew.
+    pub(super) nodes: u64,
+    pub(super) progressed: Instant,
+    /// The most nodes the run reported between two heartbeats: how far
+    /// past its last report it may be (see [`Lease::point`]).
+    pub(super) step: u64,
+    /// The part of the tree the run may report solutions from, built at its
+    /// first solutions (`Some(None)`: a problem of Algorithm M, unchecked).
+    pub(super) region: Option<Option<Region>>,
+}
+
+impl Lease {
+    /// Where the run was lost, as far as its heartbeats tell, for the poison
+    /// rule ([`Ledger::lose`]): `broke_now` when the connection just broke
+    /// (a worker killed or crashed), so that the nodes it ran since its last
+    /// report can be estimated from its rate (within 30%, as rates vary);
+    /// else (silent, stalled) anywhere up to a heartbeat's step past it.
+    /// Nodes are published at polls: a poll's worth more.
+    pub(super) fn point(&self, poll_nodes: u64, broke_now: bool) -> RunPoint {
+        let last = self.nodes;
+        if last == 0 {
+            return RunPoint::default();
+        }
+        let ran = self.progressed.duration_since(self.started).as_secs_f64();
+        let step = self.step.saturating_add(poll_nodes);
+        if !broke_now || ran <= 0.0 {
+            return RunPoint {
+                low: last,
+                high: last.saturating_add(step),
+            };
+        }
+        let since = (last as f64 / ran) * self.progressed.elapsed().as_secs_f64();
+        RunPoint {
+            low: last.saturating_add((since * 0.7) as u64),
+            high: last
+                .saturating_add((since * 1.3) as u64)
+                .saturating_add(poll_nodes),
+        }
+    }
+}
+
+/// Why a session ended.
+pub(super) enum End {
+    /// The worker closed its stream (drained or stopping).
+    Closed,
+    /// The connection broke.
+    Broken(Status),
+    /// The worker was silent past the lease timeout.
+    Silent,
+    /// The worker broke the protocol.
+    Protocol(String),
+    /// The coordinator is shutting down.
+    Shutdown,
+}
+
+pub(super) struct Session {
+    pub(super) pool: Arc<Pool>,
+    pub(super) config: ClusterConfig,
+    pub(super) next_lease: Arc<AtomicU64>,
+    pub(super) id: String,
+    pub(super) name: String,
+    pub(super) slots: usize,
+    /// Slots holding a lease, revoked ones included until their end.
+    pub(super) busy: usize,
+    pub(super) leases: HashMap<u64, Lease>,
+    /// Digests of the problems the worker holds, least recently used first.
+    pub(super) problems: VecDeque<Vec<u8>>,
+    pub(super) draining: bool,
+    /// A lease was granted while none was held: the looks start over.
+    pub(super) first_lease: bool,
+    pub(super) last_seen: Instant,
+    pub(super) last_give_ask: Instant,
+    /// Leases named in reports that this session does not hold.
+    pub(super) fenced: Vec<pb::LeaseRef>,
+    pub(super) tx: mpsc::Sender<Result<pb::CoordinatorMessage, Status>>,
+}
+
+impl Session {
+    pub(super) fn new(
+        pool: Arc<Pool>,
+        config: ClusterConfig,
+        next_lease: Arc<AtomicU64>,
+        (id, name): (String, String),
+        slots: usize,
+        tx: mpsc::Sender<Result<pb::CoordinatorMessage, Status>>,
+    ) -> Session {
+        Session {
+            pool,
+            config,
+            next_lease,
+            id,
+            name,
+            slots,
+            busy: 0,
+            leases: HashMap::new(),
+            problems: VecDeque::new(),
+            draining: false,
+            first_lease: false,
+            last_seen: Instant::now(),
+            last_give_ask: Instant::now()
+                .checked_sub(TICK)
+                .unwrap_or_else(Instant::now),
+            fenced: Vec::new(),
+            tx,
+        }
+    }
+
+    /// Serves the worker until its stream ends, it falls silent, it breaks
+    /// the protocol or the pool shuts down. Generic over the stream so that
+    /// tests can drive it by hand, in paused time.
+    pub(super) async fn run<S>(mut self, mut inbound: S)
+    where
+        S: tokio_stream::Stream<Item = Result<pb::WorkerMessage, Status>> + Unpin,
+    {
+        use tokio_stream::StreamExt;
+        tracing::info!(worker = %self.id, name = %self.name, slots = self.slots, "worker joined");
+        metrics::gauge!("xccd_remote_workers").increment(1.0);
+        self.pool.remote_joined(self.slots);
+        // Only a session holding leases looks at them every tick; an idle
+        // one sleeps until work comes (sessions are woken one by one as
+        // tasks are queued, see `fill`) or its worker's silence would pass
+        // the lease timeout: a thousand idle workers cost next to nothing.
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut idle_look = tokio::time::interval(IDLE_LOOK);
+        idle_look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let silence = tokio::time::sleep(self.config.lease_timeout);
+        tokio::pin!(silence);
+        // Kept across turns of the loop: a session registers with the
+        // pool's notifier (shared by every session) once per wake-up, not
+        // once per message.
+        let pool = self.pool.clone();
+        let steering = pool.remote_steering();
+        tokio::pin!(steering);
+        let end = loop {
+            if self.pool.is_shutting_down() {
+                break End::Shutdown;
+            }
+            if let Err(end) = self.fill().await {
+                break end;
+            }
+            if std::mem::take(&mut self.first_lease) {
+                // A lease that ends within a tick is never looked at: with
+                // tiny leases, a thousand sessions would otherwise look 50
+                // times a second each.
+                tick.reset();
+            }
+            let holding = !self.leases.is_empty();
+            let wants_work = self.busy < self.slots && !self.draining;
+            let step = tokio::select! {
+                message = inbound.next() => match message.transpose() {
+                    Ok(Some(message)) => {
+                        self.last_seen = Instant::now();
+                        match self.handle(message).await {
+                            Ok(()) => self.revoke_fenced().await,
+                            Err(end) => Err(end),
+                        }
+                    }
+                    Ok(None) => Err(End::Closed),
+                    Err(status) => Err(End::Broken(status)),
+                },
+                () = &mut silence => {
+                    if self.last_seen.elapsed() > self.config.lease_timeout {
+                        Err(End::Silent)
+                    } else {
+                        let deadline = self.last_seen + self.config.lease_timeout;
+                        silence.as_mut().reset(deadline + Duration::from_millis(1));
+                        Ok(())
+                    }
+                }
+                _ = tick.tick(), if holding => self.steer_leases().await,
+                () = self.pool.remote_work(), if wants_work => Ok(()),
+                _ = idle_look.tick(), if wants_work => Ok(()),
+                () = &mut steering, if holding || self.draining => {
+                    steering.set(pool.remote_steering());
+                    self.steer_leases().await
+                }
+                () = self.tx.closed() => Err(End::Broken(Status::cancelled("the worker stopped reading"))),
+            };
+            if let Err(end) = step {
+                break end;
+            }
+        };
+        self.close(end).await;
+    }
+
+    /// Tells the worker to stop runs on leases it does not hold (any more).
+    async fn revoke_fenced(&mut self) -> Result<(), End> {
+        for lease in std::mem::take(&mut self.fenced) {
+            self.send(Out::Ask(pb::Ask {
+                lease: Some(lease),
+                kind: AskKind::Revoke as i32,
+            }))
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Gives idle slots a task each, while the pool has ready ones.
+    pub(super) async fn fill(&mut self) -> Result<(), End> {
+        let mut took = false;
+        while self.busy < self.slots && !self.draining {
+            let id = self.next_lease.fetch_add(1, Ordering::SeqCst);
+            let Some((job, work, spent_nodes)) = self.pool.take_remote(id) else {
+                return Ok(());
+            };
+            took = true;
+            self.busy += 1;
+            let wire = job
+                .wire
+                .get_or_init(|| {
+                    Arc::new(pb::wire_problem(job.searched(), job.spec.puzzle.as_ref()))
+                })
+                .clone();
+            if !self.touch_problem(&wire.digest) {
+                self.send(Out::Problem((&*wire).into())).await?;
+            }
+            let spec = job.run_spec(&work, spent_nodes, self.pool.poll_nodes());
+            let message = pb::Lease {
+                lease: Some(pb::LeaseRef {
+                    id,
+                    epoch: work.attempts,
+                }),
+                job: job.id,
+                problem_digest: wire.digest.clone(),
+                task: Some((&work.task).into()),
+                skip: work.skip,
+                want_solutions: spec.want_solutions,
+                batch_size: u32::try_from(spec.batch_size).unwrap_or(u32::MAX),
+                limit: spec.limit,
+                max_nodes: spec.max_nodes,
+                poll_nodes: spec.poll_interval,
+                engine: job.spec.engine.name().to_string(),
+            };
+            tracing::debug!(worker = %self.id, lease = id, job = job.id, level = work.task.level(), skip = work.skip, "lease granted");
+            self.first_lease |= self.leases.is_empty();
+            self.leases.insert(
+                id,
+                Lease {
+                    job,
+                    epoch: work.attempts,
+                    ledger: Ledger::new(work),
+                    want_solutions: spec.want_solutions,
+                    asked: AskKind::Unspecified,
+                    started: Instant::now(),
+                    revoked: false,
+                    nodes: 0,
+                    progressed: Instant::now(),
+                    step: 0,
+                    region: None,
+                },
+            );
+            self.send(Out::Lease(message)).await?;
+        }
+        if took {
+            // Full, and woken perhaps for more than it could take.
+            self.pool.pass_remote_wake();
+        }
+        Ok(())
+    }
+
+    /// Marks a problem as the most recently used; false if the worker does
+    /// not have it (it is then counted as sent).
+    fn touch_problem(&mut self, digest: &[u8]) -> bool {
+        if self.problems.back().is_some_and(|d| d == digest) {
+            return true;
+        }
+        let held = match self.problems.iter().position(|d| d == digest) {
+            Some(at) => {
+                self.problems.remove(at);
+                true
+            }
+            None => false,
+        };
+        self.problems.push_back(digest.to_vec());
+        if self.problems.len() > PROBLEM_CACHE {
+            self.problems.pop_front();
+        }
+        held
+    }
+
+    async fn send(&self, kind: Out) -> Result<(), End> {
+        self.tx
+            .send(Ok(pb::CoordinatorMessage { kind: Some(kind) }))
+            .await
+            .map_err(|_| End::Broken(Status::cancelled("the worker's stream is closed")))
+    }
+
+    pub(super) async fn ask(&mut self, id: u64, kind: AskKind) -> Result<(), End> {
+        let Some(lease) = self.leases.get_mut(&id) else {
+            return Ok(());
+        };
+        lease.asked = kind;
+        let epoch = lease.epoch;
+        self.send(Out::Ask(pb::Ask {
+            lease: Some(pb::LeaseRef { id, epoch }),
+            kind: kind as i32,
+        }))
+        .await
+    }
+
+    /// The lease a report names, if this session holds it under that
+    /// epoch and has not revoked it. Anything else is fenced off.
+    fn live(&mut self, lease: Option<&pb::LeaseRef>) -> Option<(u64, &mut Lease)> {
+        let lease_ref = lease?;
+        let held = self
+            .leases
+            .get(&lease_ref.id)
+            .map(|lease| lease.epoch == lease_ref.epoch && !lease.revoked);
+        if held != Some(true) {
+            metrics::counter!("xccd_fenced_reports_total").increment(1);
+            tracing::debug!(worker = %self.id, lease = lease_ref.id, "report on a lease not held: ignored");
+            if held.is_none() {
+                self.fenced.push(*lease_ref);
+            }
+            return None;
+        }
+        let lease = self.leases.get_mut(&lease_ref.id).expect("held");
+        Some((lease_ref.id, lease))
+    }
+
+    async fn handle(&mut self, message: pb::WorkerMessage) -> Result<(), End> {
+        match message.kind {
+            Some(In::Heartbeat(heartbeat)) => {
+                for progress in heartbeat.leases {
+                    let Some((id, lease)) = self.live(progress.lease.as_ref()) else {
+                        continue;
+                    };
+                    if progress.nodes > lease.nodes {
+                        lease.step = lease.step.max(progress.nodes - lease.nodes);
+                        lease.nodes = progress.nodes;
+                        lease.progressed = Instant::now();
+                    }
+                    // The job's node budget is the policy's, at the next look.
+                    self.pool
+                        .remote_progress(id, progress.done_weight, progress.nodes);
+                }
+                Ok(())
+            }
+            Some(In::Found(found)) => self.found(found),
+            Some(In::GaveAway(gave)) => {
+                let Some(task) = gave.task else {
+                    return Err(End::Protocol("gave_away.task is missing".into()));
+                };
+                let Some((_, lease)) = self.live(gave.lease.as_ref()) else {
+                    return Ok(());
+                };
+                // A node that exists, before the ledger records the cut.
+                let task: xcc::Task = task.into();
+                lease
+                    .job
+                    .with_checker(|solver| check_task(solver, &task))
+                    .map_err(|e| End::Protocol(format!("gave_away: {e}")))?;
+                let task = lease
+                    .ledger
+                    .gave_away(task, gave.found)
+                    .map_err(|e| End::Protocol(format!("gave_away: {e}")))?;
+                let job = lease.job.clone();
+                self.pool.remote_gave_away(&job, task);
+                Ok(())
+            }
+            Some(In::Ended(ended)) => self.ended(ended),
+            Some(In::Draining(_)) => {
+                tracing::info!(worker = %self.id, "worker draining");
+                self.draining = true;
+                Ok(())
+            }
+            Some(In::Hello(_)) => Err(End::Protocol("a second Hello".into())),
+            None => Err(End::Protocol("a message with no content".into())),
+        }
+    }
+
+    /// Delivers the solutions of a report that are new, exactly once,
+    /// after checking them (see [`reports::check_found`]).
+    fn found(&mut self, found: pb::Found) -> Result<(), End> {
+        let Some((_, lease)) = self.live(found.lease.as_ref()) else {
+            return Ok(());
+        };
+        let job = lease.job.clone();
+        let mut solutions = reports::check_found(
+            &found,
+            lease.want_solutions,
+            &job,
+            &lease.ledger.work().task,
+            &mut lease.region,
+        )
+        .map_err(End::Protocol)?;
+        let known = lease
+            .ledger
+            .found(found.first, found.count)
+            .map_err(|e| End::Protocol(format!("found: {e}")))?;
+        let fresh = found.count - known;
+        if fresh == 0 {
+            return Ok(());
+        }
+        let solutions = solutions.split_off(known as usize);
+        // Already found: taken over the stream buffer's capacity, which then
+        // stalls the job until its consumer has made room (see `steer_leases`).
+        job.deliver(
+            Batch {
+                first: found.first + known,
+                count: fresh,
+                solutions,
+            },
+            true,
+        );
+        Ok(())
+    }
+
+    /// Books the end of a run the worker reports.
+    fn ended(&mut self, mut ended: pb::TaskEnded) -> Result<(), End> {
+        let Some(lease_ref) = ended.lease else {
+            return Err(End::Protocol("ended.lease is missing".into()));
+        };
+        let held = self
+            .leases
+            .get(&lease_ref.id)
+            .is_some_and(|lease| lease.epoch == lease_ref.epoch);
+        if !held {
+            metrics::counter!("xccd_fenced_reports_total").increment(1);
+            return Ok(());
+        }
+        let lease = &self.leases[&lease_ref.id];
+        let (settlement, stats) = if lease.revoked {
+            (Settlement::default(), xcc::Stats::default())
+        } else {
+            let end = pb::run_end(&mut ended).ok_or_else(|| {
+                End::Protocol(format!(
+                    "ended.status: {} is not a run status",
+                    ended.status
+                ))
+            })?;
+            if end == crate::run::RunEnd::Released && !ended.error.is_empty() {
+                // The worker lacked the problem: send it again.
+                tracing::warn!(worker = %self.id, error = %ended.error, "lease released");
+                if let Some(wire) = lease.job.wire.get() {
+                    let digest = wire.digest.clone();
+                    self.problems.retain(|d| *d != digest);
+                }
+            }
+            if let crate::run::RunEnd::Checkpointed(remaining) = &end {
+                for task in remaining {
+                    lease
+                        .job
+                        .with_checker(|solver| check_task(solver, task))
+                        .map_err(|e| End::Protocol(format!("ended.remaining: {e}")))?;
+                }
+            }
+            let settlement = lease
+                .ledger
+                .settle(end, ended.found)
+                .map_err(|e| End::Protocol(format!("ended: {e}")))?;
+            let stats = ended
+                .statistics
+                .as_ref()
+                .map(xcc::Stats::from)
+                .unwrap_or_default();
+            (settlement, stats)
+        };
+        let lease = self.leases.remove(&lease_ref.id).expect("held");
+        self.busy -= 1;
+        if lease.revoked {
+            // Booked when it was revoked.
+            self.pool.remote_slot_freed();
+        } else {
+            if let Some(failure) = &settlement.failure {
+                tracing::warn!(worker = %self.id, name = %self.name, job = lease.job.id, error = failure.message(), "a remote run failed");
+            }
+            self.pool
+                .finish_remote_run(lease_ref.id, &lease.job, &stats, settlement);
+        }
+        Ok(())
+    }
+
+    /// Ends the session: every lease still held is lost.
+    async fn close(mut self, end: End) {
+        let live: Vec<(u64, Lease)> = self.leases.drain().collect();
+        let lost = live.iter().filter(|(_, l)| !l.revoked).count();
+        let max_attempts = self.pool.max_attempts();
+        let poll_nodes = self.pool.poll_nodes();
+        // Silent: lost some time ago, at an unknown moment since the last
+        // heartbeat; otherwise the stream broke (or closed) just now.
+        let broke_now = !matches!(end, End::Silent);
+        for (id, lease) in &live {
+            if !lease.revoked {
+                self.pool.end_remote_run(
+                    *id,
+                    &lease.job,
+                    &xcc::Stats::default(),
+                    lease
+                        .ledger
+                        .lose(max_attempts, lease.point(poll_nodes, broke_now)),
+                );
+            }
+        }
+        self.pool.remote_left(self.slots, self.slots - self.busy);
+        metrics::gauge!("xccd_remote_workers").decrement(1.0);
+        match end {
+            End::Closed => {
+                tracing::info!(worker = %self.id, name = %self.name, lost, "worker left");
+            }
+            End::Broken(status) => {
+                tracing::warn!(worker = %self.id, name = %self.name, lost, error = %status.message(), "worker connection lost");
+            }
+            End::Silent => {
+                tracing::warn!(worker = %self.id, name = %self.name, lost, "worker missed its heartbeats: leases revoked");
+                let _ = self
+                    .tx
+                    .send(Err(Status::deadline_exceeded(
+                        "no heartbeat within the lease timeout: leases revoked; reconnect",
+                    )))
+                    .await;
+            }
+            End::Shutdown => {
+                let _ = self
+                    .tx
+                    .send(Err(Status::unavailable("the coordinator is shutting down")))
+                    .await;
+            }
+            End::Protocol(error) => {
+                // A report that cannot be right: nothing of it was delivered,
+                // and the worker's leases run elsewhere.
+                metrics::counter!("xccd_worker_reports_rejected_total").increment(1);
+                tracing::warn!(worker = %self.id, name = %self.name, lost, %error, "worker report rejected: disconnected");
+                let _ = self.tx.send(Err(Status::invalid_argument(error))).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! What a session asks of its running leases, at each look: the pool's
+//! [`policy`] decides, as it does for the local threads, and this
+//! translates the decision into the protocol (a revoke, a checkpoint or a
+//! give-away ask, nothing).
+//!
+//! It must not order the reasons itself (the policy does), and asks a
+//! give-away of one lease per session and tick, the oldest, so that one
+//! idle slot does not split every run of the cluster.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::session::{End, Lease, Session};
+use super::{REMOTE_SLICE, TICK};
+use crate::run::Settlement;
+use crate::service::cluster::proto::AskKind;
+use crate::service::job::EndReason;
+use crate::service::pool::policy::{self, CheckpointFor, Decision, RunAtPoll};
+use crate::service::pool::{stalled, Pool};
+use crate::xcc;
+
+/// A lease's facts at a look, for [`policy::decide`].
+struct LeaseAtPoll<'a> {
+    pool: &'a Pool,
+    id: u64,
+    lease: &'a Lease,
+    stall_timeout: Duration,
+}
+
+impl RunAtPoll for LeaseAtPoll<'_> {
+    fn job_stopping(&self) -> bool {
+        self.lease.job.is_stopping()
+    }
+    fn max_nodes(&self) -> Option<u64> {
+        self.lease.job.spec.max_nodes
+    }
+    fn spent_nodes(&self) -> u64 {
+        // This lease's nodes as its last heartbeat reported them.
+        self.pool.spent_nodes(&self.lease.job)
+    }
+    fn stuck(&self) -> bool {
+        self.lease.progressed.elapsed() > self.stall_timeout
+    }
+    fn checkpoint_pending(&self) -> bool {
+        self.lease.asked == AskKind::Checkpoint
+    }
+    fn job_stalled(&self) -> bool {
+        stalled(&self.lease.job)
+    }
+    fn pool_hungry(&self) -> bool {
+        self.pool.is_hungry()
+    }
+    fn must_yield(&mut self) -> bool {
+        // Booked as yielding, so that no more leases are asked than there
+        // are interactive tasks waiting.
+        self.pool.remote_should_yield(self.id, &self.lease.job)
+    }
+    fn slice_over(&self) -> bool {
+        self.lease.started.elapsed() >= REMOTE_SLICE && self.pool.others_waiting(&self.lease.job)
+    }
+}
+
+impl Session {
+    /// Steers the running leases by the pool's [`policy`], as the local
+    /// threads are: revokes those of stopping jobs (and of jobs whose node
+    /// budget is spent) and stuck ones, asks for checkpoints, and asks the
+    /// oldest lease that may give work away to do so when a slot somewhere
+    /// is idle and nothing is queued (one ask a tick per session).
+    pub(super) async fn steer_leases(&mut self) -> Result<(), End> {
+        // Decided over all the leases first, then sent: nothing is
+        // allocated when there is nothing to ask (most looks).
+        let mut asks: Vec<(u64, AskKind)> = Vec::new();
+        let mut give_to = None;
+        let stall_timeout = self.config.stall_timeout;
+        for (&id, lease) in self.leases.iter_mut() {
+            if lease.revoked {
+                continue;
+            }
+            let mut facts = LeaseAtPoll {
+                pool: &self.pool,
+                id,
+                lease,
+                stall_timeout,
+            };
+            let decision = policy::decide(&mut facts);
+            let job = &lease.job;
+            match decision {
+                Decision::Stop | Decision::NodeBudgetSpent => {
+                    if decision == Decision::NodeBudgetSpent {
+                        job.request_stop(EndReason::NodeLimit);
+                    }
+                    lease.revoked = true;
+                    self.pool.end_remote_run(
+                        id,
+                        job,
+                        &xcc::Stats::default(),
+                        Settlement::default(),
+                    );
+                    asks.push((id, AskKind::Revoke));
+                }
+                Decision::Stuck => {
+                    // Heartbeats without work: the task goes to another worker.
+                    metrics::counter!("xccd_stalled_leases_total").increment(1);
+                    tracing::warn!(worker = %self.id, name = %self.name, lease = id, job = job.id, nodes = lease.nodes, "a lease made no progress: revoked, its task runs elsewhere");
+                    let lost = lease.ledger.lose(
+                        self.pool.max_attempts(),
+                        lease.point(self.pool.poll_nodes(), false),
+                    );
+                    lease.revoked = true;
+                    self.pool
+                        .end_remote_run(id, job, &xcc::Stats::default(), lost);
+                    asks.push((id, AskKind::Revoke));
+                }
+                // Asked already: the worker keeps one ask pending.
+                Decision::Checkpoint(CheckpointFor::Pending) | Decision::Continue => {}
+                Decision::Checkpoint(_) => asks.push((id, AskKind::Checkpoint)),
+                Decision::GiveAway => {
+                    let older = give_to.is_none_or(|(_, started)| lease.started < started);
+                    if older {
+                        give_to = Some((id, lease.started));
+                    }
+                }
+            }
+        }
+        for (id, kind) in asks {
+            self.ask(id, kind).await?;
+        }
+        if let Some((id, _)) = give_to {
+            if self.last_give_ask.elapsed() >= TICK {
+                self.last_give_ask = Instant::now();
+                self.ask(id, AskKind::GiveAway).await?;
+            }
+        }
+        Ok(())
+    }
+}

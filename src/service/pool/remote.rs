@@ -1,0 +1,240 @@
+//! The remote side: what the coordinator's sessions ([`crate::service::cluster`])
+//! call of the pool. A remote worker's task slots count like local threads:
+//! idle slots make the pool hungry, and their tasks count as running for
+//! their jobs.
+//!
+//! Owns the pool's view of remote runs (joining and leaving slots, leases
+//! taken and ended, heartbeats' progress, backoff timers). It must not hold
+//! leases or talk to workers (the sessions do), nor decide what a lease is
+//! asked: sessions take that from [`super::policy`] like the local threads.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::schedule::{RemoteRun, State};
+use super::{Pool, Shared};
+use crate::run::{QueuedTask, Settlement};
+use crate::service::job::Job;
+use crate::service::sync::Locked;
+use crate::xcc::{Stats, Task};
+
+/// What the remote workers' sessions (the coordinator) need of the pool.
+/// A remote worker's task slots count like local threads: idle slots make
+/// the pool hungry, and their tasks count as running for their jobs.
+impl Pool {
+    /// A worker with `slots` task slots, all idle, has joined.
+    pub(crate) fn remote_joined(&self, slots: usize) {
+        let mut state = self.shared.state.locked();
+        state.remote_slots += slots;
+        state.idle += slots;
+        if state.remote_slots > 0 {
+            state.workerless_since = None;
+        }
+        self.shared.refresh(&state);
+    }
+
+    /// A worker has left; `idle` of its `slots` were idle. Its leases must
+    /// have been ended with [`Pool::end_remote_run`] first.
+    pub(crate) fn remote_left(&self, slots: usize, idle: usize) {
+        let mut state = self.shared.state.locked();
+        state.remote_slots -= slots;
+        state.idle -= idle;
+        if self.shared.threads + state.remote_slots == 0 && state.workerless_since.is_none() {
+            state.workerless_since = Some(Instant::now());
+        }
+        self.shared.refresh(&state);
+    }
+
+    /// Takes a task for an idle remote slot (now busy), if one is ready;
+    /// with it, the nodes its job has explored so far.
+    pub(crate) fn take_remote(&self, lease: u64) -> Option<(Arc<Job>, QueuedTask, u64)> {
+        let mut state = self.shared.state.locked();
+        let (job, work) = Shared::pick(&mut state, true)?;
+        // Only a node budget needs what the job spent (a sum over every
+        // running lease: not to be paid per lease otherwise).
+        let spent = match job.spec.max_nodes {
+            Some(_) => self.shared.spent_nodes(&state, &job),
+            None => 0,
+        };
+        state.idle -= 1;
+        state.remote_runs.insert(
+            lease,
+            RemoteRun {
+                job: job.id,
+                done_weight: 0.0,
+                nodes: 0,
+                yielding: false,
+            },
+        );
+        self.shared.refresh(&state);
+        Some((job, work, spent))
+    }
+
+    /// A remote slot is idle again (its worker reported the end of a run).
+    pub(crate) fn remote_slot_freed(&self) {
+        let mut state = self.shared.state.locked();
+        state.idle += 1;
+        self.shared.refresh(&state);
+        drop(state);
+        self.shared.wake_all();
+    }
+
+    /// A heartbeat's news of a running lease.
+    pub(crate) fn remote_progress(&self, lease: u64, done_weight: f64, nodes: u64) {
+        let mut state = self.shared.state.locked();
+        if let Some(run) = state.remote_runs.get_mut(&lease) {
+            run.done_weight = done_weight;
+            run.nodes = nodes;
+        }
+    }
+
+    /// Nodes the job has explored (its running remote runs' from their
+    /// heartbeats).
+    pub(crate) fn spent_nodes(&self, job: &Job) -> u64 {
+        let state = self.shared.state.locked();
+        self.shared.spent_nodes(&state, job)
+    }
+
+    /// Books the settled end of a remote run and its statistics.
+    pub(crate) fn end_remote_run(
+        &self,
+        lease: u64,
+        job: &Job,
+        stats: &Stats,
+        settlement: Settlement,
+    ) {
+        let backoff = settlement.backoff;
+        let state = self.book_remote_run(lease, job, stats, settlement);
+        drop(state);
+        self.shared.wake_all();
+        if let Some(backoff) = backoff {
+            self.wake_after(backoff);
+        }
+    }
+
+    /// Wakes whoever waits for work once `after` has passed: a lost task's
+    /// backoff is over (nothing else may happen meanwhile to wake them).
+    fn wake_after(&self, after: Duration) {
+        let shared = self.shared.clone();
+        let timer = std::thread::Builder::new()
+            .name("xccd-backoff".into())
+            .spawn(move || {
+                // A hair past the backoff, so that the task is ready.
+                std::thread::sleep(after + Duration::from_millis(1));
+                let state = shared.state.locked();
+                shared.refresh(&state);
+                drop(state);
+                shared.wake_all();
+            });
+        if let Err(e) = timer {
+            // The task still runs at the next wake of the pool (a job's
+            // event, a worker joining): late, never lost.
+            tracing::warn!(error = %e, "no timer thread for a backoff");
+        }
+    }
+
+    /// Forgets remote run `lease` and books its end; the pool's lock, still
+    /// held, for whatever else must happen under it.
+    fn book_remote_run(
+        &self,
+        lease: u64,
+        job: &Job,
+        stats: &Stats,
+        settlement: Settlement,
+    ) -> MutexGuard<'_, State> {
+        let mut state = self.shared.state.locked();
+        if state
+            .remote_runs
+            .remove(&lease)
+            .is_some_and(|run| run.yielding)
+        {
+            state.yielding -= 1;
+        }
+        self.shared.book_run_end(&mut state, job, stats, settlement);
+        state
+    }
+
+    /// Books the settled end of a remote run, as [`Pool::end_remote_run`],
+    /// and frees its slot, under one lock: the pool is never seen hungry
+    /// between the two (which would wake every session to ask give-aways).
+    pub(crate) fn finish_remote_run(
+        &self,
+        lease: u64,
+        job: &Job,
+        stats: &Stats,
+        settlement: Settlement,
+    ) {
+        let mut state = self.book_remote_run(lease, job, stats, settlement);
+        state.idle += 1;
+        self.shared.refresh(&state);
+        drop(state);
+        self.shared.wake_all();
+    }
+
+    /// Queues a task a remote run gave away.
+    pub(crate) fn remote_gave_away(&self, job: &Job, task: Task) {
+        let mut state = self.shared.state.locked();
+        self.shared
+            .enqueue(&mut state, job.id, vec![QueuedTask::new(task)], false);
+        self.shared.refresh(&state);
+        drop(state);
+        self.shared.wake_all();
+    }
+
+    /// Nodes between two polls of a running task.
+    pub(crate) fn poll_nodes(&self) -> u64 {
+        self.shared.poll_nodes
+    }
+
+    /// How often a task may be lost with its worker before its job fails.
+    pub(crate) fn max_attempts(&self) -> u32 {
+        self.shared.max_attempts
+    }
+
+    /// Whether the pool is shutting down (remote sessions then end).
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shared.shutting_down.load(Ordering::SeqCst)
+    }
+
+    /// Whether a slot is idle with no task to give it.
+    pub(crate) fn is_hungry(&self) -> bool {
+        self.shared.hungry.load(Ordering::SeqCst)
+    }
+
+    /// Whether a job other than `job` has a task ready to run that should
+    /// take the worker of `job`'s run once its slice is over (see
+    /// [`Shared::others_waiting`]).
+    pub(crate) fn others_waiting(&self, job: &Job) -> bool {
+        self.shared.others_waiting(job)
+    }
+
+    /// Whether remote run `lease` of `job` is to checkpoint now so that its
+    /// slot takes a waiting interactive task (the remote side of the local
+    /// threads' yield; the run counts as yielding until its lease ends).
+    pub(crate) fn remote_should_yield(&self, lease: u64, job: &Job) -> bool {
+        self.shared.should_yield(job, Some(lease))
+    }
+
+    /// Resolves when a task may have become ready, for a session with an
+    /// idle slot; one session per event (see [`Pool::pass_remote_wake`]).
+    pub(crate) async fn remote_work(&self) {
+        self.shared.remote_work.notified().await;
+    }
+
+    /// A session that took a task and has no idle slot left passes the
+    /// wake-up on, if more tasks are ready: to two others, so that k tasks
+    /// queued at once reach k idle sessions in about log2(k) hops, not k
+    /// (each hop waits its turn in the runtime's queue).
+    pub(crate) fn pass_remote_wake(&self) {
+        self.shared.wake_remote_one();
+        self.shared.wake_remote_one();
+    }
+
+    /// Resolves when running leases may have to be asked something (a slot
+    /// went hungry, a snapshot is due, shutdown); sessions also look every
+    /// few milliseconds, so a missed wake-up costs little.
+    pub(crate) async fn remote_steering(&self) {
+        self.shared.steer_remote.notified().await;
+    }
+}
