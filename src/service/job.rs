@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::callers::Caller;
-use super::preprocess::Preprocessed;
 use super::store::Snapshot;
 use super::sync::Locked;
 use crate::puzzles::{Encoded, Puzzle};
@@ -40,6 +39,22 @@ pub enum EndReason {
     Shutdown,
     /// A task could not be run (see [`Summary::error`]).
     Failed,
+}
+
+/// A problem reduced for a job, and how its options name the caller's.
+#[derive(Debug)]
+pub struct Preprocessed {
+    /// The reduced problem, which the job's runs search.
+    pub problem: Arc<Problem>,
+    /// For each option of `problem`, the caller's index of it.
+    pub origin: Vec<u32>,
+    /// What DLX-PRE removed, in how many rounds and mems.
+    pub figures: Figures,
+    /// The bound of mems it ran under. A durable job stores it: after a
+    /// restart the job reduces its problem again under the same bound
+    /// (DLX-PRE is deterministic), so that its snapshot's tasks name nodes
+    /// of the same search tree.
+    pub max_mems: u64,
 }
 
 /// What a job is asked to do.

@@ -18,28 +18,16 @@ use std::time::Instant;
 use tonic::Status;
 
 use super::status;
-use crate::xcc::preprocess::{self, Config, Figures, PreprocessError};
+use crate::xcc::preprocess::{self, Config, PreprocessError};
 use crate::xcc::Problem;
 
 /// DLX-PRE's default `T` on a server: about ten seconds of reduction at
 /// most (DLX-PRE counts a few nanoseconds a mem).
 pub const DEFAULT_MAX_MEMS: u64 = 5_000_000_000;
 
-/// A problem reduced for a job, and how its options name the caller's.
-#[derive(Debug)]
-pub struct Preprocessed {
-    /// The reduced problem, which the job's runs search.
-    pub problem: Arc<Problem>,
-    /// For each option of `problem`, the caller's index of it.
-    pub origin: Vec<u32>,
-    /// What DLX-PRE removed, in how many rounds and mems.
-    pub figures: Figures,
-    /// The bound of mems it ran under. A durable job stores it: after a
-    /// restart the job reduces its problem again under the same bound
-    /// (DLX-PRE is deterministic), so that its snapshot's tasks name nodes
-    /// of the same search tree.
-    pub max_mems: u64,
-}
+// The reduced problem a job holds is the job's vocabulary (job.rs), so that
+// the job does not import this file, which builds statuses.
+pub use super::job::Preprocessed;
 
 /// Why `problem` cannot be preprocessed (INVALID_ARGUMENT naming
 /// `preprocess`), if it cannot: DLX-PRE's reductions assume every primary
