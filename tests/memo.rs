@@ -230,7 +230,7 @@ fn samples_are_solutions_drawn_uniformly() {
 }
 
 #[test]
-fn memo_needs_a_question_and_refuses_multiplicities() {
+fn memo_needs_a_question_and_its_own_search() {
     let file = root().join("bench/memo/domino4x7.dlx");
     let out = Command::new(env!("CARGO_BIN_EXE_xccd"))
         .args(["solve", "--memo", file.to_str().unwrap()])
@@ -238,13 +238,6 @@ fn memo_needs_a_question_and_refuses_multiplicities() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--count"));
-    let mcc = root().join("bench/instances/mcc_simple.dlx");
-    let out = Command::new(env!("CARGO_BIN_EXE_xccd"))
-        .args(["solve", "--memo", "--count", mcc.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("multiplicities"));
     // --memo is its own search: an engine asked for is refused, not ignored.
     let out = Command::new(env!("CARGO_BIN_EXE_xccd"))
         .args(["solve", "--memo", "--count", "--engine", "cells"])
@@ -253,4 +246,64 @@ fn memo_needs_a_question_and_refuses_multiplicities() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("drop --engine"));
+}
+
+/// Algorithm M memoized: on every multiplicity instance of bench/instances
+/// the count is the plain search's (the links engine, as multiplicities
+/// need), the ZDD written reads back to it, and samples are solutions the
+/// plain search lists.
+#[test]
+fn multiplicities_count_as_the_plain_search_and_their_zdd_reads_back() {
+    let dir = tempdir();
+    let mut seen = 0;
+    let mut names: Vec<PathBuf> = std::fs::read_dir(root().join("bench/instances"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("mcc_"))
+        .collect();
+    names.sort();
+    for file in names {
+        let name = file.file_stem().unwrap().to_string_lossy().to_string();
+        let (plain, _) = xccd(&["solve", "--count", file.to_str().unwrap()]);
+        let zdd = dir.join(format!("{name}.zdd"));
+        let (memo, err) = xccd(&[
+            "solve",
+            "--memo",
+            "--count",
+            "--zdd",
+            zdd.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ]);
+        assert_eq!(memo.trim(), plain.trim(), "{name}: {err}");
+        assert!(plain.trim().parse::<u64>().unwrap() > 0, "{name}");
+        let (count, _, _) = read_zdd(&std::fs::read_to_string(&zdd).unwrap());
+        assert_eq!(count.to_string(), plain.trim(), "{name}: the ZDD read back");
+        let all = all_solutions(&file);
+        let (samples, _) = xccd(&[
+            "solve",
+            "--memo",
+            "--sample",
+            "200",
+            "--seed",
+            "5",
+            "--format",
+            "indices",
+            file.to_str().unwrap(),
+        ]);
+        assert_eq!(samples.lines().count(), 200, "{name}");
+        for line in samples.lines() {
+            let mut v: Vec<u32> = line
+                .split_whitespace()
+                .map(|x| x.parse().unwrap())
+                .collect();
+            v.sort_unstable();
+            let key = format!("{v:?}");
+            assert!(
+                all.binary_search(&key).is_ok(),
+                "{name}: {key} is not a solution"
+            );
+        }
+        seen += 1;
+    }
+    assert!(seen >= 3, "{seen} instances");
 }

@@ -38,11 +38,10 @@ pub fn run(args: &SolveArgs, problem: &Problem) -> Result<(), CliError> {
         stop: None,
     };
     let start = Instant::now();
-    let outcome = memo::count(problem, &config).map_err(|e| match e {
-        memo::MemoError::Multiplicities => CliError::BadInput(format!("--memo: {e}")),
-        _ => CliError::Failed(format!(
+    let outcome = memo::count(problem, &config).map_err(|e| {
+        CliError::Failed(format!(
             "--memo: {e} (XCCD_MAX_SEARCH_MEMORY sets the limit)"
-        )),
+        ))
     })?;
     let elapsed = start.elapsed();
     let count = outcome.zdd.count();
