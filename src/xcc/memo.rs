@@ -69,6 +69,9 @@ pub struct MemoStats {
     /// Nodes whose signature was in the cache, plus solutions (DLX6 counts a
     /// solution as a hit one level down, after Algorithm 7.2.2.1Z).
     pub hits: u64,
+    /// Lookups that found their state (`hits` without the solutions).
+    #[serde(skip)]
+    pub lookup_hits: u64,
     /// Signatures cached whose states had no solution.
     pub failed_signatures: u64,
     /// Signatures cached whose states had solutions.
@@ -133,7 +136,12 @@ pub fn count_polled(
     if problem.has_multiplicities() {
         search.run_m(config, poll)?;
     } else {
-        search.run(config, poll)?;
+        if problem.has_colors() {
+            search.run::<true>(config, poll)?;
+        } else {
+            // No color: a lean dance without the color tests.
+            search.run::<false>(config, poll)?;
+        }
     }
     let zdd = search.zdd.finish(search.root);
     Ok(MemoOutcome {
@@ -576,16 +584,14 @@ impl Memo {
 
     /// DLX6's `cover`: hides the options of `c`'s list; a secondary item
     /// whose length reaches 0 leaves the active list.
-    fn cover(&mut self, c: u32) {
-        let (l, r) = (self.prev[c as usize], self.next[c as usize]);
-        self.next[l as usize] = r;
-        self.prev[r as usize] = l;
+    fn cover<const COLORS: bool>(&mut self, c: u32) {
+        self.unlink_active(c);
         self.sig.set(c, 0);
         self.stats.updates += 1;
         let last_itm = self.last_itm;
         let mut rr = self.nd[c as usize].down;
         while rr >= last_itm {
-            self.hide::<false>(rr);
+            self.hide::<false, COLORS>(rr);
             // SAFETY: as in `hide`: a list's links point inside `nd`.
             rr = unsafe { (*self.nd.as_ptr().add(rr as usize)).down };
         }
@@ -595,7 +601,7 @@ impl Memo {
     /// Algorithm M's search ([`multiplicities`]), which also follows the
     /// first live option of each item with a bound above 1.
     #[inline]
-    fn hide<const M: bool>(&mut self, rr: u32) {
+    fn hide<const M: bool, const COLORS: bool>(&mut self, rr: u32) {
         let nd = self.nd.as_mut_ptr();
         let (prev, next) = (self.prev.as_mut_ptr(), self.next.as_mut_ptr());
         let second = self.second;
@@ -614,7 +620,7 @@ impl Memo {
                     nn = (*node).up;
                     continue;
                 }
-                if (*node).color >= 0 {
+                if !COLORS || (*node).color >= 0 {
                     let (up, down) = ((*node).up, (*node).down);
                     (*nd.add(up as usize)).down = down;
                     (*nd.add(down as usize)).up = up;
@@ -638,23 +644,48 @@ impl Memo {
         self.stats.updates += updates;
     }
 
-    fn uncover(&mut self, c: u32) {
+    fn uncover<const COLORS: bool>(&mut self, c: u32) {
         let last_itm = self.last_itm;
         let mut rr = self.nd[c as usize].up;
         while rr >= last_itm {
-            self.unhide::<false>(rr);
+            self.unhide::<false, COLORS>(rr);
             // SAFETY: as in `hide`.
             rr = unsafe { (*self.nd.as_ptr().add(rr as usize)).up };
         }
-        let (l, r) = (self.prev[c as usize], self.next[c as usize]);
-        self.next[l as usize] = c;
-        self.prev[r as usize] = c;
+        self.relink_active(c);
         self.sig.set(c, self.value_of(c));
+    }
+
+    /// Takes item `c` out of its active list.
+    #[inline(always)]
+    fn unlink_active(&mut self, c: u32) {
+        debug_assert!((c as usize) < self.next.len());
+        // SAFETY: `c` and its neighbours are active-list links, inside
+        // `prev` and `next` by construction (`ItemLists::new`).
+        unsafe {
+            let (prev, next) = (self.prev.as_mut_ptr(), self.next.as_mut_ptr());
+            let (l, r) = (*prev.add(c as usize), *next.add(c as usize));
+            *next.add(l as usize) = r;
+            *prev.add(r as usize) = l;
+        }
+    }
+
+    /// Puts item `c` back in its active list.
+    #[inline(always)]
+    fn relink_active(&mut self, c: u32) {
+        debug_assert!((c as usize) < self.next.len());
+        // SAFETY: as in `unlink_active`.
+        unsafe {
+            let (prev, next) = (self.prev.as_mut_ptr(), self.next.as_mut_ptr());
+            let (l, r) = (*prev.add(c as usize), *next.add(c as usize));
+            *next.add(l as usize) = c;
+            *prev.add(r as usize) = c;
+        }
     }
 
     /// Undoes [`Self::hide`], going leftward.
     #[inline]
-    fn unhide<const M: bool>(&mut self, rr: u32) {
+    fn unhide<const M: bool, const COLORS: bool>(&mut self, rr: u32) {
         let nd = self.nd.as_mut_ptr();
         let (prev, next) = (self.prev.as_mut_ptr(), self.next.as_mut_ptr());
         let second = self.second;
@@ -668,7 +699,7 @@ impl Memo {
                     nn = (*node).down;
                     continue;
                 }
-                if (*node).color >= 0 {
+                if !COLORS || (*node).color >= 0 {
                     let (up, down) = ((*node).up, (*node).down);
                     (*nd.add(up as usize)).down = nn;
                     (*nd.add(down as usize)).up = nn;
@@ -707,7 +738,7 @@ impl Memo {
         while rr >= self.last_itm {
             if self.nd[rr as usize].color != x {
                 tt -= 1;
-                self.hide::<M>(rr);
+                self.hide::<M, true>(rr);
             } else {
                 self.stats.cleansings += 1;
                 self.nd[rr as usize].color = -1;
@@ -746,7 +777,7 @@ impl Memo {
                 self.nd[rr as usize].color = x;
             } else {
                 tt += 1;
-                self.unhide::<M>(rr);
+                self.unhide::<M, true>(rr);
             }
             rr = self.nd[rr as usize].up;
         }
@@ -756,7 +787,7 @@ impl Memo {
     /// Covers or purifies the other items of `cur`'s option, left to right.
     /// A secondary item whose list emptied (by the branching item's cover or
     /// an earlier item of this option) is left alone: it is gone already.
-    fn commit_others(&mut self, cur: u32) {
+    fn commit_others<const COLORS: bool>(&mut self, cur: u32) {
         let mut pp = cur + 1;
         while pp != cur {
             let node = self.nd[pp as usize];
@@ -766,8 +797,8 @@ impl Memo {
             }
             let cc = node.itm as u32;
             if cc < self.second || self.nd[cc as usize].itm != 0 {
-                if node.color == 0 {
-                    self.cover(cc);
+                if !COLORS || node.color == 0 {
+                    self.cover::<COLORS>(cc);
                 } else if node.color > 0 {
                     self.purify::<false>(pp);
                 }
@@ -777,7 +808,7 @@ impl Memo {
     }
 
     /// Undoes [`Self::commit_others`] right to left.
-    fn uncommit_others(&mut self, cur: u32) {
+    fn uncommit_others<const COLORS: bool>(&mut self, cur: u32) {
         let mut pp = cur - 1;
         while pp != cur {
             let node = self.nd[pp as usize];
@@ -787,8 +818,8 @@ impl Memo {
             }
             let cc = node.itm as u32;
             if cc < self.second || self.nd[cc as usize].itm != 0 {
-                if node.color == 0 {
-                    self.uncover(cc);
+                if !COLORS || node.color == 0 {
+                    self.uncover::<COLORS>(cc);
                 } else if node.color > 0 {
                     self.unpurify::<false>(pp);
                 }
@@ -815,7 +846,7 @@ impl Memo {
     }
 
     /// DLX6's "Solve the problem", its gotos as states.
-    fn run(
+    fn run<const COLORS: bool>(
         &mut self,
         config: &MemoConfig,
         poll: &mut dyn FnMut(&MemoStats) -> bool,
@@ -860,6 +891,7 @@ impl Memo {
                         Ok(entry) => {
                             znode = self.entry_zdd[entry as usize];
                             self.stats.hits += 1;
+                            self.stats.lookup_hits += 1;
                             step = Step::Backdown;
                             continue;
                         }
@@ -870,7 +902,7 @@ impl Memo {
                     }
                     znode = 0;
                     let best = self.best_item();
-                    self.cover(best);
+                    self.cover::<COLORS>(best);
                     choice[level] = self.nd[best as usize].down;
                     step = Step::Advance;
                 }
@@ -881,12 +913,12 @@ impl Memo {
                         step = Step::Backup;
                         continue;
                     }
-                    self.commit_others(cur);
+                    self.commit_others::<COLORS>(cur);
                     if self.next[ROOT as usize] == ROOT {
                         self.stats.nodes += 1;
                         self.stats.hits += 1;
                         self.stats.max_level = self.stats.max_level.max(level + 1);
-                        self.recover(level, &mut choice, &mut znode, 1);
+                        self.recover::<COLORS>(level, &mut choice, &mut znode, 1);
                         continue;
                     }
                     saved_zdd[level] = znode;
@@ -895,7 +927,7 @@ impl Memo {
                     step = Step::Forward;
                 }
                 Step::Backup => {
-                    self.uncover(choice[level]);
+                    self.uncover::<COLORS>(choice[level]);
                     if znode != 0 {
                         self.entry_zdd[entry_at[level] as usize] = znode;
                         self.stats.good_signatures += 1;
@@ -914,7 +946,7 @@ impl Memo {
                     level -= 1;
                     let zsol = znode;
                     znode = saved_zdd[level];
-                    self.recover(level, &mut choice, &mut znode, zsol);
+                    self.recover::<COLORS>(level, &mut choice, &mut znode, zsol);
                     step = Step::Advance;
                 }
             }
@@ -924,9 +956,15 @@ impl Memo {
     /// DLX6's `recover`: undoes the option at `level`, makes its ZDD node if
     /// its subtree had solutions (`zsol != 0`), and moves to the next
     /// alternative.
-    fn recover(&mut self, level: usize, choice: &mut [u32], znode: &mut u32, zsol: u32) {
+    fn recover<const COLORS: bool>(
+        &mut self,
+        level: usize,
+        choice: &mut [u32],
+        znode: &mut u32,
+        zsol: u32,
+    ) {
         let cur = choice[level];
-        self.uncommit_others(cur);
+        self.uncommit_others::<COLORS>(cur);
         if zsol != 0 {
             let option = self.node_option[cur as usize];
             *znode = self.zdd.node(option, *znode, zsol);

@@ -138,7 +138,7 @@ impl Memo {
         self.stats.updates += 1;
         let mut rr = self.nd[c as usize].down;
         while rr >= self.last_itm {
-            self.hide::<true>(rr);
+            self.hide::<true, true>(rr);
             rr = self.nd[rr as usize].down;
         }
     }
@@ -146,7 +146,7 @@ impl Memo {
     fn uncover_m(&mut self, c: u32, react: bool) {
         let mut rr = self.nd[c as usize].up;
         while rr >= self.last_itm {
-            self.unhide::<true>(rr);
+            self.unhide::<true, true>(rr);
             rr = self.nd[rr as usize].up;
         }
         if react {
@@ -158,7 +158,7 @@ impl Memo {
     /// and (`block`, the item still active) hidden from the other lists.
     fn tweak(&mut self, n: u32, block: bool) {
         if block {
-            self.hide::<true>(n);
+            self.hide::<true, true>(n);
         }
         let node = self.nd[n as usize];
         let p = node.itm as u32;
@@ -187,7 +187,7 @@ impl Memo {
             self.nd[c as usize].itm += 1;
             self.top_moved(c, rr);
             if unblock {
-                self.unhide::<true>(rr);
+                self.unhide::<true, true>(rr);
             }
         }
         self.scratch = tweaked;
@@ -329,6 +329,7 @@ impl Memo {
                         Ok(entry) => {
                             znode = self.entry_zdd[entry as usize];
                             self.stats.hits += 1;
+                            self.stats.lookup_hits += 1;
                             step = Step::Backdown;
                             continue;
                         }
