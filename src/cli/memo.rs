@@ -35,14 +35,15 @@ pub fn run(args: &SolveArgs, problem: &Problem) -> Result<(), CliError> {
             "--memo runs on this thread: drop --server and --threads".into(),
         ));
     }
-    let config = MemoConfig {
-        memory_limit: Some(search_memory_limit()?),
-        stop: None,
-    };
-    let start = Instant::now();
     // A count alone may give up on the cache where it does not pay (see
     // `pays_off`); the ZDD and samples need the whole memoized search.
     let adaptive = args.count && args.zdd.is_none() && args.sample.is_none() && !args.faithful;
+    let config = MemoConfig {
+        memory_limit: Some(search_memory_limit()?),
+        stop: None,
+        probe_at: if adaptive { PROBE_NODES } else { 0 },
+    };
+    let start = Instant::now();
     let mut probe: Option<(u64, u64)> = None;
     let mut poll = |figures: &MemoStats| {
         if adaptive && figures.nodes == PROBE_NODES && !pays_off(figures) {
@@ -113,18 +114,20 @@ pub fn run(args: &SolveArgs, problem: &Problem) -> Result<(), CliError> {
 }
 
 /// Search nodes after which a memoized count (`--count` alone, without
-/// `--faithful`) judges whether its cache pays: a multiple of the polls'.
-pub const PROBE_NODES: u64 = 2 * memo::POLL_NODES;
+/// `--faithful`) judges whether its cache pays.
+pub const PROBE_NODES: u64 = 1024;
 
 /// Whether the lookups so far hit often enough for the cache to pay. Where
-/// states repeat, a good share of lookups find theirs early (domino 10x10:
-/// 29 % of the first 8192 nodes; latin5: 19 %); where they rarely do, the
-/// memoized search is DLX6's dance, which keeps its signature up to date at
-/// every update, and a lookup at every node, for a tree hardly smaller than
-/// the plain one (queens 8 to 15: 11-12 %; langford 11 and 12: 10-11 %;
-/// pent6x10: 2 %, where DLX6 takes 5 GB). One in seven is the line.
+/// states repeat, a good share of the first lookups find theirs (of the
+/// first 1024 nodes: domino 10x10 25 %, colored domino 8x8 22 %, latin4 18
+/// %, latin5 13 %); where they rarely do, the memoized search is DLX6's
+/// dance, which keeps its signature up to date at every update, plus a
+/// lookup at every node, for a tree hardly smaller than the plain one
+/// (queens 10 to 14: 7 %; langford 11 and 12: 6 %; pent3x20 9 %; pent6x10
+/// 2 %, where DLX6 takes 5 GB). One in ten is the line; a problem that
+/// finishes within the probe keeps its memoized count.
 fn pays_off(figures: &MemoStats) -> bool {
-    figures.lookup_hits * 7 >= figures.nodes
+    figures.lookup_hits * 10 >= figures.nodes
 }
 
 /// The count without the cache: the plain search (the default engine, as

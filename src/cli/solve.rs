@@ -54,7 +54,7 @@ pub struct SolveArgs {
     #[arg(long, value_name = "N", requires = "memo")]
     pub sample: Option<u64>,
     /// With --memo --count: DLX6's search to the end, even where its cache
-    /// does not pay (without it, a count whose first 8192 nodes rarely meet
+    /// does not pay (without it, a count whose first 1024 nodes rarely meet
     /// a state again is finished by the plain search, which is faster
     /// there; --zdd and --sample always search to the end).
     #[arg(long, requires = "memo")]

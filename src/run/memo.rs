@@ -79,6 +79,7 @@ pub fn run_memo<P: Port>(
     let config = MemoConfig {
         memory_limit,
         stop: spec.stop.clone(),
+        probe_at: 0,
     };
     let mut asked: Option<RunEnd> = None;
     let mut poll = |figures: &MemoStats| {

@@ -57,6 +57,9 @@ pub struct MemoConfig {
     pub memory_limit: Option<u64>,
     /// Set from elsewhere to stop the search within a few thousand nodes.
     pub stop: Option<Arc<AtomicBool>>,
+    /// A node count at which `poll` is also called (0: none), so that a
+    /// caller may judge the cache early (`xccd solve --memo --count`).
+    pub probe_at: u64,
 }
 
 /// Counters of a memoized search, DLX6's figures.
@@ -874,7 +877,9 @@ impl Memo {
             match step {
                 Step::Forward => {
                     self.stats.nodes += 1;
-                    if self.stats.nodes.is_multiple_of(POLL_NODES) {
+                    if self.stats.nodes.is_multiple_of(POLL_NODES)
+                        || self.stats.nodes == config.probe_at
+                    {
                         if config
                             .stop
                             .as_ref()
@@ -1185,7 +1190,7 @@ mod tests {
         let problem = parse(&text).unwrap();
         let config = MemoConfig {
             memory_limit: Some(10_000),
-            stop: None,
+            ..MemoConfig::default()
         };
         assert!(matches!(
             count(&problem, &config),

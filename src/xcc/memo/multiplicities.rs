@@ -281,7 +281,7 @@ impl Memo {
         config: &MemoConfig,
         poll: &mut dyn FnMut(&MemoStats) -> bool,
     ) -> Result<(), MemoError> {
-        if self.stats.nodes.is_multiple_of(POLL_NODES) {
+        if self.stats.nodes.is_multiple_of(POLL_NODES) || self.stats.nodes == config.probe_at {
             if config
                 .stop
                 .as_ref()
