@@ -11,7 +11,8 @@
 //! - for every secondary item, the colors the chosen options containing it
 //!   give it are either none, a single occurrence, or all the same color.
 //!
-//! The engine's solution set must equal the oracle's, with no duplicate,
+//! The engine's solution set must equal the oracle's (and so must the
+//! memoized count's ZDD), with no duplicate,
 //! every solution accepted by `Problem::verify`, and `stats.solutions` equal
 //! to the count. Permuting the items, the options and the items inside each
 //! option must not change the solution set (mapped back), and running twice
@@ -270,6 +271,23 @@ fn check(spec: &Spec, item_perm: &[usize], option_perm: &[usize], seed: u64) {
         assert!(spec.has_multiplicities());
         assert!(Solver::with_engine(&problem, Engine::Cells).is_err());
     }
+
+    // The memoized count (DLX6's Algorithm C, or M with multiplicities)
+    // holds the same solutions in its ZDD, each once, no option twice.
+    let memo = xccd::xcc::memo::count(&problem, &Default::default()).expect("memoized count");
+    let memo_set = sorted(
+        memo.zdd
+            .solutions(usize::MAX)
+            .into_iter()
+            .map(|s| {
+                let s = sorted_usize(s);
+                assert!(s.windows(2).all(|w| w[0] < w[1]), "an option twice: {s:?}");
+                s
+            })
+            .collect(),
+    );
+    assert_eq!(memo_set, expected, "memo vs oracle on\n{problem}");
+    assert_eq!(memo.zdd.count().to_string(), expected.len().to_string());
 
     // Permutation invariance (mapped back to the original option indices).
     let permuted = spec.permuted(item_perm, option_perm, seed);

@@ -391,9 +391,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
                     false => None,
                     true => {
                         let restricted = side_condition(&encoded).is_some_and(|c| c.filters());
-                        if let Some(why) =
-                            memo_refusal(encoded.problem(), &Task::root(), restricted)
-                        {
+                        if let Some(why) = memo_refusal(&Task::root(), restricted) {
                             return Err(CliError::BadInput(format!("--memo: {why}")));
                         }
                         Some(MemoRun {

@@ -53,6 +53,12 @@ pub struct SolveArgs {
     /// replacement) from all solutions, in --format.
     #[arg(long, value_name = "N", requires = "memo")]
     pub sample: Option<u64>,
+    /// With --memo --count: DLX6's search to the end, even where its cache
+    /// does not pay (without it, a count whose first 1024 nodes rarely meet
+    /// a state again is finished by the plain search, which is faster
+    /// there; --zdd and --sample always search to the end).
+    #[arg(long, requires = "memo")]
+    pub faithful: bool,
     /// The seed of --sample: the same seed draws the same solutions.
     #[arg(long, value_name = "S", default_value_t = 0, requires = "sample")]
     pub seed: u64,

@@ -16,13 +16,11 @@ use crate::xcc::{Decision, Problem, ProgressView, Stats, Task};
 use super::runner::{Batch, Control, Port, RunEnd, RunReport, RunSpec, Stop};
 use super::Solutions;
 
-/// Why a memoized count cannot run on a problem or a task: checked by the
+/// Why a memoized count cannot run on a job or a task: checked by the
 /// callers before a job starts (as a status naming the field), and again
 /// here.
-pub fn memo_refusal(problem: &Problem, task: &Task, restricted: bool) -> Option<&'static str> {
-    if problem.has_multiplicities() {
-        Some("memoized counting does not handle multiplicities (items with bounds other than 1)")
-    } else if restricted {
+pub fn memo_refusal(task: &Task, restricted: bool) -> Option<&'static str> {
+    if restricted {
         Some(
             "memoized counting cannot apply a side condition that rejects whole solutions \
              (hitori's connectivity, slitherlink's one loop): its cache merges partial solutions \
@@ -66,7 +64,7 @@ pub fn run_memo<P: Port>(
         delivered: 0,
         exact_count: None,
     };
-    if let Some(why) = memo_refusal(problem, task, restricted) {
+    if let Some(why) = memo_refusal(task, restricted) {
         return failed(why.to_string());
     }
     if spec.limit == Some(0) {
@@ -81,6 +79,7 @@ pub fn run_memo<P: Port>(
     let config = MemoConfig {
         memory_limit,
         stop: spec.stop.clone(),
+        probe_at: 0,
     };
     let mut asked: Option<RunEnd> = None;
     let mut poll = |figures: &MemoStats| {
@@ -131,7 +130,6 @@ pub fn run_memo<P: Port>(
                 exact_count: None,
             }
         }
-        Err(error) => return failed(error.to_string()),
     };
     // Past u64::MAX the count travels as text beside a saturated number.
     let exact = outcome.zdd.count();
@@ -259,8 +257,18 @@ mod tests {
     }
 
     #[test]
-    fn refuses_what_it_cannot_count() {
-        let mcc = dlx_format::parse("a 2:2|b\na b\nb\n").unwrap();
+    fn counts_multiplicities_as_the_links_engine_does() {
+        // Algorithm M: b twice, a once, and c at most twice.
+        let mcc = dlx_format::parse("a 2:2|b 0:2|c\na b\nb\nb c\na c\nc\nb c\n").unwrap();
+        let plain = crate::xcc::Solver::new(&mcc)
+            .run(
+                &Task::root(),
+                &crate::xcc::RunConfig::default(),
+                &mut crate::xcc::CountOnly,
+            )
+            .unwrap()
+            .stats
+            .solutions;
         let mut p = port(Control::Continue);
         let report = run_memo(
             &mcc,
@@ -270,7 +278,14 @@ mod tests {
             false,
             &mut p,
         );
-        assert!(matches!(report.end, RunEnd::Failed(m) if m.contains("multiplicities")));
+        assert_eq!(report.end, RunEnd::Exhausted);
+        assert!(plain > 1, "{plain}");
+        assert_eq!(report.found, plain);
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_count() {
+        let mut p = port(Control::Continue);
         let problem = queens(6);
         let report = run_memo(
             &problem,

@@ -383,7 +383,7 @@ pub fn engine(value: i32, problem: &Problem, memory_limit: u64) -> Result<Engine
 /// search; else the bytes its cache and ZDD may take, what one search may
 /// take here less its links. INVALID_ARGUMENT naming `memo` when it cannot
 /// count this: `conflict` (the request's own reason, e.g. no count_only), an
-/// engine other than links, multiplicities, a `restricted` side condition.
+/// engine other than links, a `restricted` side condition.
 pub fn memo(
     requested: bool,
     conflict: Option<&str>,
@@ -407,7 +407,7 @@ pub fn memo(
              leave engine unset",
         ));
     }
-    if let Some(why) = crate::run::memo_refusal(problem, &crate::xcc::Task::root(), restricted) {
+    if let Some(why) = crate::run::memo_refusal(&crate::xcc::Task::root(), restricted) {
         return Err(status::invalid(format!("memo: {why}")));
     }
     memo_limit(problem, memory_limit)

@@ -45,6 +45,8 @@ use super::links::{ItemLists, ROOT};
 use super::problem::Problem;
 use super::zdd::{Zdd, ZddBuilder};
 
+mod multiplicities;
+
 /// Nodes between two looks at the stop flag, the memory and the poll.
 pub const POLL_NODES: u64 = 4096;
 
@@ -55,6 +57,9 @@ pub struct MemoConfig {
     pub memory_limit: Option<u64>,
     /// Set from elsewhere to stop the search within a few thousand nodes.
     pub stop: Option<Arc<AtomicBool>>,
+    /// A node count at which `poll` is also called (0: none), so that a
+    /// caller may judge the cache early (`xccd solve --memo --count`).
+    pub probe_at: u64,
 }
 
 /// Counters of a memoized search, DLX6's figures.
@@ -67,6 +72,9 @@ pub struct MemoStats {
     /// Nodes whose signature was in the cache, plus solutions (DLX6 counts a
     /// solution as a hit one level down, after Algorithm 7.2.2.1Z).
     pub hits: u64,
+    /// Lookups that found their state (`hits` without the solutions).
+    #[serde(skip)]
+    pub lookup_hits: u64,
     /// Signatures cached whose states had no solution.
     pub failed_signatures: u64,
     /// Signatures cached whose states had solutions.
@@ -107,8 +115,6 @@ pub struct MemoOutcome {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MemoError {
-    #[error("memoized counting does not handle multiplicities (items with bounds other than 1, as in DLX3): count this problem without memoizing")]
-    Multiplicities,
     #[error("the memo cache and the ZDD need more than {limit} bytes (the memory limit) after {nodes} search nodes: raise the limit or count without memoizing")]
     OutOfMemory { limit: u64, nodes: u64 },
     #[error("the memoized count was stopped after {nodes} search nodes")]
@@ -129,11 +135,17 @@ pub fn count_polled(
     config: &MemoConfig,
     poll: &mut dyn FnMut(&MemoStats) -> bool,
 ) -> Result<MemoOutcome, MemoError> {
-    if problem.has_multiplicities() {
-        return Err(MemoError::Multiplicities);
-    }
     let mut search = Memo::new(problem);
-    search.run(config, poll)?;
+    if problem.has_multiplicities() {
+        search.run_m(config, poll)?;
+    } else {
+        if problem.has_colors() {
+            search.run::<true>(config, poll)?;
+        } else {
+            // No color: a lean dance without the color tests.
+            search.run::<false>(config, poll)?;
+        }
+    }
     let zdd = search.zdd.finish(search.root);
     Ok(MemoOutcome {
         stats: search.stats,
@@ -229,6 +241,18 @@ struct Memo {
     zdd: ZddBuilder,
     root: u32,
     stats: MemoStats,
+    /// Algorithm M (all empty without multiplicities): per item, how many
+    /// more options may cover it (DLX3's `bound`) and `max - min`.
+    bound: Vec<i32>,
+    slack: Vec<i32>,
+    /// Per item, the signature slot of its first live option's position
+    /// (0: none; only primary items with a bound above 1 have one).
+    cursor_slot: Vec<u32>,
+    /// Per node of such an item's list, its position in the list as input
+    /// (the header: the list's length, "past the end").
+    pos: Vec<u32>,
+    /// Room for [`multiplicities`]' untweak.
+    scratch: Vec<u32>,
 }
 
 impl Memo {
@@ -287,14 +311,47 @@ impl Memo {
         }
         debug_assert_eq!(last + 1, total);
 
+        // Algorithm M's bounds, and a cursor slot for each item whose bound
+        // passes 1 (numbered after the items' own slots).
+        let mut bound = Vec::new();
+        let mut slack = Vec::new();
+        let mut cursor_slot = Vec::new();
+        let mut pos = Vec::new();
+        let mut slots = n + 2;
+        if problem.has_multiplicities() {
+            bound = vec![0i32; n + 2];
+            slack = vec![0i32; n + 2];
+            cursor_slot = vec![0u32; n + 2];
+            pos = vec![0u32; total];
+            for (i, item) in problem.items().iter().enumerate() {
+                if let super::problem::ItemKind::Primary { min, max } = item.kind {
+                    let k = engine_item[i] as usize;
+                    bound[k] = max as i32;
+                    slack[k] = (max - min) as i32;
+                    if max > 1 {
+                        cursor_slot[k] = slots as u32;
+                        slots += 1;
+                        let mut at = 0;
+                        let mut p = nd[k].down as usize;
+                        while p != k {
+                            pos[p] = at;
+                            at += 1;
+                            p = nd[p].down as usize;
+                        }
+                        pos[k] = at;
+                    }
+                }
+            }
+        }
+
         let mut memo = Memo {
             nd,
             prev,
             next,
             sig: Signature {
-                place: vec![SigPlace::default(); n + 2],
+                place: vec![SigPlace::default(); slots],
                 words: Vec::new(),
-                value: vec![0; n + 2],
+                value: vec![0; slots],
             },
             node_option,
             second,
@@ -307,6 +364,11 @@ impl Memo {
             zdd: ZddBuilder::new(),
             root: 0,
             stats: MemoStats::default(),
+            bound,
+            slack,
+            cursor_slot,
+            pos,
+            scratch: Vec::new(),
         };
         memo.prepare_signatures();
         memo
@@ -321,12 +383,29 @@ impl Memo {
         let (mut word, mut bit) = (0u32, 0u32);
         for k in (1..self.last_itm).rev() {
             if k < self.second {
-                if bit == 64 {
-                    word += 1;
-                    bit = 0;
+                let cursor = self.cursor_slot.get(k as usize).copied().unwrap_or(0);
+                if cursor == 0 {
+                    if bit == 64 {
+                        word += 1;
+                        bit = 0;
+                    }
+                    self.sig.place[k as usize] = SigPlace { word, shift: bit };
+                    bit += 1;
+                    continue;
                 }
-                self.sig.place[k as usize] = SigPlace { word, shift: bit };
-                bit += 1;
+                // Algorithm M: the bound left (1..=max while active), then
+                // the first live option's position plus one (1..=len+1).
+                let max = self.bound[k as usize] as u32;
+                let len = self.pos[k as usize];
+                for (slot, values) in [(k, max), (cursor, len + 1)] {
+                    let width = 32 - values.leading_zeros();
+                    if bit + width > 64 {
+                        word += 1;
+                        bit = 0;
+                    }
+                    self.sig.place[slot as usize] = SigPlace { word, shift: bit };
+                    bit += width;
+                }
                 continue;
             }
             if self.nd[k as usize].down == k {
@@ -364,7 +443,11 @@ impl Memo {
         self.words = word as usize + 1;
         self.sig.words = vec![0; self.words];
         for k in self.active_items() {
-            self.sig.set(k, self.value_of(k));
+            if k < self.second && !self.cursor_slot.is_empty() {
+                self.primary_on(k);
+            } else {
+                self.sig.set(k, self.value_of(k));
+            }
         }
     }
 
@@ -409,7 +492,16 @@ impl Memo {
         let mut k = self.prev[ROOT as usize];
         while k != ROOT {
             let place = self.sig.place[k as usize];
-            words[place.word as usize] |= 1u64 << place.shift;
+            let cursor = self.cursor_slot.get(k as usize).copied().unwrap_or(0);
+            if cursor == 0 {
+                words[place.word as usize] |= 1u64 << place.shift;
+            } else {
+                let bound = self.bound[k as usize] as u64;
+                words[place.word as usize] |= bound << place.shift;
+                let first = self.pos[self.nd[k as usize].down as usize] as u64;
+                let place = self.sig.place[cursor as usize];
+                words[place.word as usize] |= (first + 1) << place.shift;
+            }
             k = self.prev[k as usize];
         }
         words
@@ -495,24 +587,24 @@ impl Memo {
 
     /// DLX6's `cover`: hides the options of `c`'s list; a secondary item
     /// whose length reaches 0 leaves the active list.
-    fn cover(&mut self, c: u32) {
-        let (l, r) = (self.prev[c as usize], self.next[c as usize]);
-        self.next[l as usize] = r;
-        self.prev[r as usize] = l;
+    fn cover<const COLORS: bool>(&mut self, c: u32) {
+        self.unlink_active(c);
         self.sig.set(c, 0);
         self.stats.updates += 1;
         let last_itm = self.last_itm;
         let mut rr = self.nd[c as usize].down;
         while rr >= last_itm {
-            self.hide(rr);
+            self.hide::<false, COLORS>(rr);
             // SAFETY: as in `hide`: a list's links point inside `nd`.
             rr = unsafe { (*self.nd.as_ptr().add(rr as usize)).down };
         }
     }
 
-    /// Hides the option of node `rr` from every list but `rr`'s own.
+    /// Hides the option of node `rr` from every list but `rr`'s own. `M`:
+    /// Algorithm M's search ([`multiplicities`]), which also follows the
+    /// first live option of each item with a bound above 1.
     #[inline]
-    fn hide(&mut self, rr: u32) {
+    fn hide<const M: bool, const COLORS: bool>(&mut self, rr: u32) {
         let nd = self.nd.as_mut_ptr();
         let (prev, next) = (self.prev.as_mut_ptr(), self.next.as_mut_ptr());
         let second = self.second;
@@ -531,10 +623,13 @@ impl Memo {
                     nn = (*node).up;
                     continue;
                 }
-                if (*node).color >= 0 {
+                if !COLORS || (*node).color >= 0 {
                     let (up, down) = ((*node).up, (*node).down);
                     (*nd.add(up as usize)).down = down;
                     (*nd.add(down as usize)).up = up;
+                    if M && up == itm as u32 {
+                        self.top_moved(up, down);
+                    }
                 }
                 updates += 1;
                 let cc = itm as u32;
@@ -552,23 +647,48 @@ impl Memo {
         self.stats.updates += updates;
     }
 
-    fn uncover(&mut self, c: u32) {
+    fn uncover<const COLORS: bool>(&mut self, c: u32) {
         let last_itm = self.last_itm;
         let mut rr = self.nd[c as usize].up;
         while rr >= last_itm {
-            self.unhide(rr);
+            self.unhide::<false, COLORS>(rr);
             // SAFETY: as in `hide`.
             rr = unsafe { (*self.nd.as_ptr().add(rr as usize)).up };
         }
-        let (l, r) = (self.prev[c as usize], self.next[c as usize]);
-        self.next[l as usize] = c;
-        self.prev[r as usize] = c;
+        self.relink_active(c);
         self.sig.set(c, self.value_of(c));
+    }
+
+    /// Takes item `c` out of its active list.
+    #[inline(always)]
+    fn unlink_active(&mut self, c: u32) {
+        debug_assert!((c as usize) < self.next.len());
+        // SAFETY: `c` and its neighbours are active-list links, inside
+        // `prev` and `next` by construction (`ItemLists::new`).
+        unsafe {
+            let (prev, next) = (self.prev.as_mut_ptr(), self.next.as_mut_ptr());
+            let (l, r) = (*prev.add(c as usize), *next.add(c as usize));
+            *next.add(l as usize) = r;
+            *prev.add(r as usize) = l;
+        }
+    }
+
+    /// Puts item `c` back in its active list.
+    #[inline(always)]
+    fn relink_active(&mut self, c: u32) {
+        debug_assert!((c as usize) < self.next.len());
+        // SAFETY: as in `unlink_active`.
+        unsafe {
+            let (prev, next) = (self.prev.as_mut_ptr(), self.next.as_mut_ptr());
+            let (l, r) = (*prev.add(c as usize), *next.add(c as usize));
+            *next.add(l as usize) = c;
+            *prev.add(r as usize) = c;
+        }
     }
 
     /// Undoes [`Self::hide`], going leftward.
     #[inline]
-    fn unhide(&mut self, rr: u32) {
+    fn unhide<const M: bool, const COLORS: bool>(&mut self, rr: u32) {
         let nd = self.nd.as_mut_ptr();
         let (prev, next) = (self.prev.as_mut_ptr(), self.next.as_mut_ptr());
         let second = self.second;
@@ -582,10 +702,13 @@ impl Memo {
                     nn = (*node).down;
                     continue;
                 }
-                if (*node).color >= 0 {
+                if !COLORS || (*node).color >= 0 {
                     let (up, down) = ((*node).up, (*node).down);
                     (*nd.add(up as usize)).down = nn;
                     (*nd.add(down as usize)).up = nn;
+                    if M && up == itm as u32 {
+                        self.top_moved(up, nn);
+                    }
                 }
                 let cc = itm as u32;
                 let t = (*nd.add(cc as usize)).itm + 1;
@@ -605,7 +728,7 @@ impl Memo {
     /// color, marks those that agree (color -1), and keeps in the header the
     /// color and the count of live options (-1 when none is left: the item
     /// then leaves the active list, and the -1 tells `unpurify` so).
-    fn purify(&mut self, p: u32) {
+    fn purify<const M: bool>(&mut self, p: u32) {
         let cc = self.nd[p as usize].itm as u32;
         let x = self.nd[p as usize].color;
         self.nd[cc as usize].color = x;
@@ -618,7 +741,7 @@ impl Memo {
         while rr >= self.last_itm {
             if self.nd[rr as usize].color != x {
                 tt -= 1;
-                self.hide(rr);
+                self.hide::<M, true>(rr);
             } else {
                 self.stats.cleansings += 1;
                 self.nd[rr as usize].color = -1;
@@ -636,7 +759,7 @@ impl Memo {
         }
     }
 
-    fn unpurify(&mut self, p: u32) {
+    fn unpurify<const M: bool>(&mut self, p: u32) {
         let cc = self.nd[p as usize].itm as u32;
         let x = self.nd[p as usize].color;
         self.nd[cc as usize].color = 0;
@@ -657,7 +780,7 @@ impl Memo {
                 self.nd[rr as usize].color = x;
             } else {
                 tt += 1;
-                self.unhide(rr);
+                self.unhide::<M, true>(rr);
             }
             rr = self.nd[rr as usize].up;
         }
@@ -667,7 +790,7 @@ impl Memo {
     /// Covers or purifies the other items of `cur`'s option, left to right.
     /// A secondary item whose list emptied (by the branching item's cover or
     /// an earlier item of this option) is left alone: it is gone already.
-    fn commit_others(&mut self, cur: u32) {
+    fn commit_others<const COLORS: bool>(&mut self, cur: u32) {
         let mut pp = cur + 1;
         while pp != cur {
             let node = self.nd[pp as usize];
@@ -677,10 +800,10 @@ impl Memo {
             }
             let cc = node.itm as u32;
             if cc < self.second || self.nd[cc as usize].itm != 0 {
-                if node.color == 0 {
-                    self.cover(cc);
+                if !COLORS || node.color == 0 {
+                    self.cover::<COLORS>(cc);
                 } else if node.color > 0 {
-                    self.purify(pp);
+                    self.purify::<false>(pp);
                 }
             }
             pp += 1;
@@ -688,7 +811,7 @@ impl Memo {
     }
 
     /// Undoes [`Self::commit_others`] right to left.
-    fn uncommit_others(&mut self, cur: u32) {
+    fn uncommit_others<const COLORS: bool>(&mut self, cur: u32) {
         let mut pp = cur - 1;
         while pp != cur {
             let node = self.nd[pp as usize];
@@ -698,10 +821,10 @@ impl Memo {
             }
             let cc = node.itm as u32;
             if cc < self.second || self.nd[cc as usize].itm != 0 {
-                if node.color == 0 {
-                    self.uncover(cc);
+                if !COLORS || node.color == 0 {
+                    self.uncover::<COLORS>(cc);
                 } else if node.color > 0 {
-                    self.unpurify(pp);
+                    self.unpurify::<false>(pp);
                 }
             }
             pp -= 1;
@@ -726,7 +849,7 @@ impl Memo {
     }
 
     /// DLX6's "Solve the problem", its gotos as states.
-    fn run(
+    fn run<const COLORS: bool>(
         &mut self,
         config: &MemoConfig,
         poll: &mut dyn FnMut(&MemoStats) -> bool,
@@ -754,7 +877,9 @@ impl Memo {
             match step {
                 Step::Forward => {
                     self.stats.nodes += 1;
-                    if self.stats.nodes.is_multiple_of(POLL_NODES) {
+                    if self.stats.nodes.is_multiple_of(POLL_NODES)
+                        || self.stats.nodes == config.probe_at
+                    {
                         if config
                             .stop
                             .as_ref()
@@ -771,6 +896,7 @@ impl Memo {
                         Ok(entry) => {
                             znode = self.entry_zdd[entry as usize];
                             self.stats.hits += 1;
+                            self.stats.lookup_hits += 1;
                             step = Step::Backdown;
                             continue;
                         }
@@ -781,7 +907,7 @@ impl Memo {
                     }
                     znode = 0;
                     let best = self.best_item();
-                    self.cover(best);
+                    self.cover::<COLORS>(best);
                     choice[level] = self.nd[best as usize].down;
                     step = Step::Advance;
                 }
@@ -792,12 +918,12 @@ impl Memo {
                         step = Step::Backup;
                         continue;
                     }
-                    self.commit_others(cur);
+                    self.commit_others::<COLORS>(cur);
                     if self.next[ROOT as usize] == ROOT {
                         self.stats.nodes += 1;
                         self.stats.hits += 1;
                         self.stats.max_level = self.stats.max_level.max(level + 1);
-                        self.recover(level, &mut choice, &mut znode, 1);
+                        self.recover::<COLORS>(level, &mut choice, &mut znode, 1);
                         continue;
                     }
                     saved_zdd[level] = znode;
@@ -806,7 +932,7 @@ impl Memo {
                     step = Step::Forward;
                 }
                 Step::Backup => {
-                    self.uncover(choice[level]);
+                    self.uncover::<COLORS>(choice[level]);
                     if znode != 0 {
                         self.entry_zdd[entry_at[level] as usize] = znode;
                         self.stats.good_signatures += 1;
@@ -825,7 +951,7 @@ impl Memo {
                     level -= 1;
                     let zsol = znode;
                     znode = saved_zdd[level];
-                    self.recover(level, &mut choice, &mut znode, zsol);
+                    self.recover::<COLORS>(level, &mut choice, &mut znode, zsol);
                     step = Step::Advance;
                 }
             }
@@ -835,9 +961,15 @@ impl Memo {
     /// DLX6's `recover`: undoes the option at `level`, makes its ZDD node if
     /// its subtree had solutions (`zsol != 0`), and moves to the next
     /// alternative.
-    fn recover(&mut self, level: usize, choice: &mut [u32], znode: &mut u32, zsol: u32) {
+    fn recover<const COLORS: bool>(
+        &mut self,
+        level: usize,
+        choice: &mut [u32],
+        znode: &mut u32,
+        zsol: u32,
+    ) {
         let cur = choice[level];
-        self.uncommit_others(cur);
+        self.uncommit_others::<COLORS>(cur);
         if zsol != 0 {
             let option = self.node_option[cur as usize];
             *znode = self.zdd.node(option, *znode, zsol);
@@ -918,13 +1050,118 @@ mod tests {
         }
     }
 
+    /// Algorithm M: the ZDD holds the links engine's solutions, each once,
+    /// no option twice on a path (the kept signature checked against the
+    /// scan at every lookup, as under test always).
     #[test]
-    fn multiplicities_are_refused() {
-        let problem = parse("2:3|a b\na\nb\n").unwrap();
-        assert_eq!(
-            count(&problem, &MemoConfig::default()).unwrap_err(),
-            MemoError::Multiplicities
-        );
+    fn with_multiplicities_the_zdd_holds_exactly_the_solutions() {
+        for text in [
+            "2:3|a b\na\nb\na b\na\n",
+            "a 2:2|b 0:2|c\na b\nb\nb c\na c\nc\nb c\n",
+            "0:2|a 1:3|b | x\na x:1\nb x:1\na b x:2\nb\na\nb x:2\n",
+            "2:2|p 0:1|q | s t\np s\np t\np q s:1\nq t:2\np s:1 t:2\np\n",
+            "3:3|a\na\na\na\na\n",
+            "1:2|a 1:2|b\na b\na b\na\nb\n",
+        ] {
+            let problem = parse(text).unwrap();
+            let zdd = zdd_solutions(&problem);
+            for s in &zdd {
+                assert!(s.windows(2).all(|w| w[0] < w[1]), "{s:?} in {text}");
+            }
+            assert_eq!(zdd, all_solutions(&problem), "{text}");
+        }
+    }
+
+    /// The multiplicity instances of bench/instances: the links engine's
+    /// counts, with the signature checked at every lookup.
+    #[test]
+    fn with_multiplicities_the_bench_instances_count_as_the_links_engine() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/instances");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if !name.starts_with("mcc_") {
+                continue;
+            }
+            let problem = parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            assert!(problem.has_multiplicities(), "{name}");
+            let plain = Solver::new(&problem)
+                .run(
+                    &Task::root(),
+                    &RunConfig::default(),
+                    &mut crate::xcc::CountOnly,
+                )
+                .unwrap()
+                .stats
+                .solutions;
+            let out = count(&problem, &MemoConfig::default()).unwrap();
+            assert_eq!(out.zdd.count().to_string(), plain.to_string(), "{name}");
+            seen += 1;
+        }
+        assert!(seen >= 3, "{seen}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: 400,
+            failure_persistence: None,
+            ..Default::default()
+        })]
+
+        /// Random small problems with bounds, secondary items and colors:
+        /// the ZDD's solutions are the links engine's.
+        #[test]
+        fn random_multiplicities_and_colors(
+            bounds in proptest::collection::vec((0u32..=3, 1u32..=3), 1..=4),
+            secondaries in 0usize..=2,
+            options in proptest::collection::vec(
+                proptest::collection::vec((0usize..6, 0u8..=2), 1..=4), 1..=10),
+        ) {
+            let np = bounds.len();
+            let mut text = String::new();
+            for (i, &(a, b)) in bounds.iter().enumerate() {
+                text.push_str(&format!("{}:{}|p{i} ", a.min(b), b));
+            }
+            if secondaries > 0 {
+                text.push('|');
+                for s in 0..secondaries {
+                    text.push_str(&format!(" s{s}"));
+                }
+            }
+            text.push('\n');
+            let mut lines = 0;
+            for opt in &options {
+                let mut used = vec![false; np + secondaries];
+                let mut line = String::new();
+                for &(item, color) in opt {
+                    let item = item % (np + secondaries);
+                    if used[item] {
+                        continue;
+                    }
+                    used[item] = true;
+                    if item < np {
+                        line.push_str(&format!("p{item} "));
+                    } else if color == 0 {
+                        line.push_str(&format!("s{} ", item - np));
+                    } else {
+                        line.push_str(&format!("s{}:{color} ", item - np));
+                    }
+                }
+                if used[..np].iter().any(|&u| u) {
+                    text.push_str(&line);
+                    text.push('\n');
+                    lines += 1;
+                }
+            }
+            proptest::prop_assume!(lines > 0);
+            let problem = parse(&text).unwrap();
+            let zdd = zdd_solutions(&problem);
+            for s in &zdd {
+                proptest::prop_assert!(s.windows(2).all(|w| w[0] < w[1]), "{:?} in {}", s, text);
+            }
+            proptest::prop_assert_eq!(zdd, all_solutions(&problem), "{}", text);
+        }
     }
 
     #[test]
@@ -953,7 +1190,7 @@ mod tests {
         let problem = parse(&text).unwrap();
         let config = MemoConfig {
             memory_limit: Some(10_000),
-            stop: None,
+            ..MemoConfig::default()
         };
         assert!(matches!(
             count(&problem, &config),
