@@ -116,6 +116,11 @@ pub struct SolverApi {
     /// Held by a CreateJob with a request_id from its lookup of the key to
     /// the job's registration (see `create_job`).
     keyed_creates: tokio::sync::Mutex<()>,
+    /// Reductions (`preprocess`) run before their jobs are admitted: at
+    /// most one a core at a time, so that requests cannot hold more cores
+    /// than the server has by preprocessing; the others wait, within their
+    /// deadline.
+    preprocessing: tokio::sync::Semaphore,
 }
 
 /// Solutions per page of ListJobSolutions when the request says 0, and the
@@ -147,6 +152,17 @@ impl SolverApi {
         puzzle: bool,
         deadline: Option<Instant>,
     ) -> Result<Option<Arc<Preprocessed>>, Status> {
+        if !requested {
+            return Ok(None);
+        }
+        let wait = self.preprocessing.acquire();
+        let _permit = match deadline {
+            Some(d) => tokio::time::timeout_at(d, wait).await.map_err(|_| {
+                status::deadline("the call's deadline passed while it waited to be preprocessed")
+            })?,
+            None => wait.await,
+        }
+        .map_err(|_| status::internal("the preprocessing's queue closed"))?;
         preprocess::for_request(
             requested,
             problem,
@@ -173,6 +189,9 @@ impl SolverApi {
             estimator: Estimator::default(),
             encoder,
             keyed_creates: tokio::sync::Mutex::new(()),
+            preprocessing: tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(2, |n| n.get()),
+            ),
         }
     }
 
