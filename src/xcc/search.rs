@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 pub use super::cells::Order;
 use super::cells::{self, Cells};
+use super::cells_mcc::CellsMcc;
 use super::links::{node_count, Links, Narrow, NodeRepr, Wide, ROOT};
 use super::problem::Problem;
 use super::task::{Cut, Decision, Task, ALL};
@@ -385,6 +386,8 @@ enum Inner {
     CellsNarrow(Box<Cells<u16>>),
     CellsInCache(Box<Cells<cells::InCache32>>),
     Cells(Box<Cells<u32>>),
+    /// Multiplicities: Algorithm M on sparse sets (SSMCC), 32-bit words.
+    CellsMcc(Box<CellsMcc>),
 }
 
 /// Which word size a [`Solver`]'s arrays use: half-size words keep twice
@@ -434,10 +437,10 @@ impl Engine {
     /// our cells engine runs it faster than the links engine runs DLX2's on
     /// every benchmark instance.
     pub fn auto(problem: &Problem) -> Engine {
-        if cells::supports(problem) {
-            Engine::Cells
-        } else {
+        if problem.has_multiplicities() {
             Engine::Links
+        } else {
+            Engine::Cells
         }
     }
 }
@@ -511,6 +514,11 @@ impl Solver {
                 engine: Engine::Cells,
             });
         }
+        if problem.has_multiplicities() {
+            return Ok(Solver {
+                engine: Inner::CellsMcc(Box::new(CellsMcc::new(problem, order))),
+            });
+        }
         Ok(Solver {
             engine: if layout == Layout::Narrow && cells::fits::<u16>(problem) {
                 Inner::CellsNarrow(Box::new(Cells::new(problem, order)))
@@ -567,6 +575,7 @@ impl Solver {
             Inner::CellsNarrow(s) => Some(s.order()),
             Inner::CellsInCache(s) => Some(s.order()),
             Inner::Cells(s) => Some(s.order()),
+            Inner::CellsMcc(s) => Some(s.order()),
         }
     }
 
@@ -574,7 +583,10 @@ impl Solver {
     pub fn engine(&self) -> Engine {
         match self.engine {
             Inner::Narrow(_) | Inner::Wide(_) => Engine::Links,
-            Inner::Cells(_) | Inner::CellsInCache(_) | Inner::CellsNarrow(_) => Engine::Cells,
+            Inner::Cells(_)
+            | Inner::CellsInCache(_)
+            | Inner::CellsNarrow(_)
+            | Inner::CellsMcc(_) => Engine::Cells,
         }
     }
 
@@ -582,7 +594,9 @@ impl Solver {
     pub fn layout(&self) -> Layout {
         match self.engine {
             Inner::Narrow(_) | Inner::CellsNarrow(_) => Layout::Narrow,
-            Inner::Wide(_) | Inner::Cells(_) | Inner::CellsInCache(_) => Layout::Wide,
+            Inner::Wide(_) | Inner::Cells(_) | Inner::CellsInCache(_) | Inner::CellsMcc(_) => {
+                Layout::Wide
+            }
         }
     }
 
@@ -594,6 +608,7 @@ impl Solver {
             Inner::CellsNarrow(s) => s.algorithm(),
             Inner::CellsInCache(s) => s.algorithm(),
             Inner::Cells(s) => s.algorithm(),
+            Inner::CellsMcc(s) => s.algorithm(),
         }
     }
 
@@ -610,6 +625,7 @@ impl Solver {
             Inner::CellsNarrow(s) => s.run(task, config, visitor),
             Inner::CellsInCache(s) => s.run(task, config, visitor),
             Inner::Cells(s) => s.run(task, config, visitor),
+            Inner::CellsMcc(s) => s.run(task, config, visitor),
         }
     }
 
@@ -630,6 +646,7 @@ impl Solver {
             Inner::CellsNarrow(s) => s.describe(path).map(Some),
             Inner::CellsInCache(s) => s.describe(path).map(Some),
             Inner::Cells(s) => s.describe(path).map(Some),
+            Inner::CellsMcc(s) => s.describe(path),
         }
     }
     /// Walks one random path from the root of the search tree, as the
@@ -646,6 +663,7 @@ impl Solver {
             Inner::CellsNarrow(s) => s.probe(choose),
             Inner::CellsInCache(s) => s.probe(choose),
             Inner::Cells(s) => s.probe(choose),
+            Inner::CellsMcc(s) => s.probe(choose),
         }
     }
 }
