@@ -100,7 +100,7 @@ pub(crate) struct CellsMcc {
     node_option: Vec<u32>,
     exact: bool,
     /// A primary item has fewer options than its lower bound: SSMCC does
-    /// not search at all.
+    /// not search at all; here the root is a dead end.
     bad: bool,
     active: u32,
     updates: u64,
@@ -224,17 +224,19 @@ impl CellsMcc {
         // SSMCC's "make optionless items invisible": pushed from the last
         // item down, popped from the first up, each swapped out in turn.
         let mut active = n as u32;
-        for k in 0..n {
-            let x = item[k];
-            if set[x as usize - SIZE] == 0 {
-                let p = set[x as usize - POS];
-                active -= 1;
-                let other = item[active as usize];
-                item[active as usize] = x;
-                item[p as usize] = other;
-                set[x as usize - POS] = active;
-                set[other as usize - POS] = p;
-            }
+        let optionless: Vec<u32> = item
+            .iter()
+            .copied()
+            .filter(|&x| set[x as usize - SIZE] == 0)
+            .collect();
+        for x in optionless {
+            let p = set[x as usize - POS];
+            active -= 1;
+            let other = item[active as usize];
+            item[active as usize] = x;
+            item[p as usize] = other;
+            set[x as usize - POS] = active;
+            set[other as usize - POS] = p;
         }
         let depth = kept.iter().filter(|&&k| k).count() + 2;
         CellsMcc {
@@ -595,7 +597,7 @@ impl CellsMcc {
             });
         }
         let whole = task.path.is_empty() && task.from == 0 && task.to == ALL;
-        if self.base + 2 > self.choice.len() || (!self.exact && !whole) || (self.bad && !whole) {
+        if self.base + 2 > self.choice.len() || (!self.exact && !whole) {
             // SSMCC's own order names no subtree but the root's (see the
             // module's doc).
             return Err(TaskError {
@@ -604,11 +606,7 @@ impl CellsMcc {
             }
             .into());
         }
-        let result = if self.bad {
-            Ok((Status::Exhausted, Vec::new()))
-        } else {
-            self.search(task, config, visitor)
-        };
+        let result = self.search(task, config, visitor);
         let replay = self.replay_mark.unwrap_or(self.updates);
         self.stats.updates = self.updates - replay;
         self.stats.replay_updates = replay;
@@ -650,7 +648,17 @@ impl CellsMcc {
             }
             // The first alternative to try (`NO_ALT`: back up at once).
             let mut alt = NO_ALT;
-            if config.check_partial && level > self.base && !self.accepts(level, visitor) {
+            if self.bad {
+                // The root of a problem with an item short of options: a
+                // dead end (SSMCC does not search at all; a node here, as
+                // on SSXCC's cells, so that every tree has one).
+                if level < self.base {
+                    return Err(TaskError {
+                        level,
+                        position: task.path[level],
+                    });
+                }
+            } else if config.check_partial && level > self.base && !self.accepts(level, visitor) {
                 self.force.clear();
             } else {
                 match self.pick() {
