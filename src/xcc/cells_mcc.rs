@@ -4,8 +4,8 @@
 //! and its search; `cells.rs` keeps SSXCC's (d-way branching, no bounds),
 //! whose hot path this file leaves untouched.
 //!
-//! Data, as in SSMCC: `set` holds, for each item `x`, its residual `bound`
-//! at `x - 4` (primary items), its `slack` (`v - u`, constant) at `x - 3`,
+//! Data, as in SSMCC: `set` holds, for each item `x`, its residual bound
+//! less its slack at `x - 4` (primary items), its `slack` (`v - u`, constant) at `x - 3`,
 //! its position in the active list at `x - 2`, its size at `x - 1`, and its
 //! active options' cells from `x` on; `item` is the sparse-set active list;
 //! `nd` the options, a cell per item occurrence, spacers between them.
@@ -66,19 +66,202 @@ struct Cell {
     loc: u32,
 }
 
-/// One saved item: its size and bound, restored on backtracking.
+/// One saved item: its size and need, restored on backtracking.
 #[derive(Clone, Copy, Debug, Default)]
 struct Saved {
     item: u32,
     size: u32,
-    bound: i32,
+    need: i32,
+}
+
+/// The arrays the set walks work on, as raw pointers taken once per step.
+#[derive(Clone, Copy)]
+struct Sets {
+    set: *mut u32,
+    item: *mut u32,
+    nd: *mut Cell,
+    head: *const u32,
+    clr: *const u32,
+    second: u32,
+    #[cfg(debug_assertions)]
+    lens: (usize, usize, usize),
+}
+
+impl Sets {
+    #[inline(always)]
+    unsafe fn s(self, i: u32) -> u32 {
+        #[cfg(debug_assertions)]
+        debug_assert!((i as usize) < self.lens.0);
+        *self.set.add(i as usize)
+    }
+    #[inline(always)]
+    unsafe fn put(self, i: u32, v: u32) {
+        #[cfg(debug_assertions)]
+        debug_assert!((i as usize) < self.lens.0);
+        *self.set.add(i as usize) = v;
+    }
+    #[inline(always)]
+    unsafe fn cell(self, n: u32) -> Cell {
+        #[cfg(debug_assertions)]
+        debug_assert!((n as usize) < self.lens.2);
+        *self.nd.add(n as usize)
+    }
+    #[inline(always)]
+    unsafe fn set_loc(self, n: u32, loc: u32) {
+        #[cfg(debug_assertions)]
+        debug_assert!((n as usize) < self.lens.2);
+        (*self.nd.add(n as usize)).loc = loc;
+    }
+
+    /// Swaps item `x`, at position `p`, with the last active one, and
+    /// shortens the active list.
+    #[inline(always)]
+    unsafe fn deactivate(self, x: u32, p: u32, active: &mut u32) {
+        *active -= 1;
+        let a = *active;
+        #[cfg(debug_assertions)]
+        debug_assert!((p as usize) < self.lens.1 && (a as usize) < self.lens.1);
+        let other = *self.item.add(a as usize);
+        *self.item.add(a as usize) = x;
+        *self.item.add(p as usize) = other;
+        self.put(x - POS as u32, a);
+        self.put(other - POS as u32, p);
+    }
+
+    /// Moves cell `nn` (at slot `p` of item `ii`'s set) just past the set's
+    /// new size `ss`.
+    #[inline(always)]
+    unsafe fn drop_cell(self, ii: u32, ss: u32, nn: u32, p: u32, updates: &mut u64) {
+        let last = ii + ss;
+        let nnp = self.s(last);
+        self.put(ii - SIZE as u32, ss);
+        self.put(last, nn);
+        self.put(p, nnp);
+        self.set_loc(nn, last);
+        self.set_loc(nnp, p);
+        *updates += 1;
+    }
+
+    /// Takes the option of cell `optp` out of the sets of all its items but
+    /// purified secondary ones; a primary item left with no option leaves
+    /// the active list. False when a primary item would be left with fewer
+    /// options than its bound needs (the removal stops there).
+    #[inline(always)]
+    unsafe fn hide(self, optp: u32, active: &mut u32, updates: &mut u64) -> bool {
+        let second = self.second;
+        let mut nn = *self.head.add(optp as usize);
+        loop {
+            let Cell { itm, loc: p } = self.cell(nn);
+            if itm <= 0 {
+                return true;
+            }
+            let ii = itm as u32;
+            let secondary = p >= second;
+            if secondary && self.s(ii - POS as u32) >= *active {
+                nn += 1;
+                continue;
+            }
+            let ss = self.s(ii - SIZE as u32) as i32 - 1;
+            if !secondary {
+                if ss < self.s(ii - NEED as u32) as i32 {
+                    return false;
+                }
+                if ss == 0 {
+                    let pp = self.s(ii - POS as u32);
+                    self.deactivate(ii, pp, active);
+                    nn += 1;
+                    continue;
+                }
+            }
+            if ss > 0 {
+                self.drop_cell(ii, ss as u32, nn, p, updates);
+            }
+            nn += 1;
+        }
+    }
+
+    /// SSMCC's `include_option` (see [`CellsMcc::include`]); with `exact`,
+    /// a failing set walk's updates are taken back off the count.
+    #[inline(always)]
+    unsafe fn include(self, opt: u32, active: &mut u32, updates: &mut u64, exact: bool) -> bool {
+        let second = self.second;
+        let mut o = *self.head.add(opt as usize);
+        loop {
+            let Cell { itm, loc: pp } = self.cell(o);
+            if itm <= 0 {
+                return true;
+            }
+            let ii = itm as u32;
+            let p = self.s(ii - POS as u32);
+            if p >= *active {
+                // A purified secondary item (a primary item of an active
+                // option is active).
+                debug_assert!(ii >= second, "primary item of an active option inactive");
+                o += 1;
+                continue;
+            }
+            let primary = ii < second;
+            // The item's new `need` (bound - slack), and whether its bound
+            // reached 0.
+            let (need, done) = if primary {
+                let need = self.s(ii - NEED as u32) as i32 - 1;
+                self.put(ii - NEED as u32, need as u32);
+                (need, need + self.s(ii - SLACK as u32) as i32 == 0)
+            } else {
+                (0, true)
+            };
+            if done {
+                let ss = self.s(ii - SIZE as u32);
+                let c = if primary {
+                    0
+                } else {
+                    *self.clr.add(o as usize)
+                };
+                let start = *updates;
+                let mut s = ii + ss;
+                while s > ii {
+                    s -= 1;
+                    if s == pp {
+                        continue;
+                    }
+                    let optp = self.s(s);
+                    if (c == 0 || *self.clr.add(optp as usize) != c)
+                        && !self.hide(optp, active, updates)
+                    {
+                        if exact {
+                            // Which options the walk hid before it failed
+                            // depends on the set's order: not counted.
+                            *updates = start;
+                        }
+                        return false;
+                    }
+                }
+                let p = self.s(ii - POS as u32);
+                self.deactivate(ii, p, active);
+            } else {
+                let ss = self.s(ii - SIZE as u32) as i32 - 1;
+                if ss < need {
+                    return false;
+                }
+                if ss == 0 {
+                    self.deactivate(ii, p, active);
+                } else {
+                    self.drop_cell(ii, ss as u32, o, pp, updates);
+                }
+            }
+            o += 1;
+        }
+    }
 }
 
 const NONE: u32 = u32::MAX;
 /// No alternative to try at a node (a solution, a pruned node).
 const NO_ALT: Decision = Decision::MAX;
-/// The offsets of an item's fields before its set.
-const BOUND: usize = 4;
+/// The offsets of an item's fields before its set: `need` is SSMCC's
+/// residual `bound` minus the item's `slack` (the options it must still
+/// take), kept rather than the bound so that the check of every removal
+/// (`size - 1 < bound - slack`) reads one field.
+const NEED: usize = 4;
 const SLACK: usize = 3;
 const POS: usize = 2;
 const SIZE: usize = 1;
@@ -184,7 +367,7 @@ impl CellsMcc {
             if items[i].is_primary() && (size[i] as i32) < bound - slack {
                 bad = true;
             }
-            set.push(bound as u32);
+            set.push((bound - slack) as u32);
             set.push(slack as u32);
             set.push(k as u32);
             set.push(size[i]);
@@ -305,6 +488,30 @@ impl CellsMcc {
     }
 
     // ----- The sparse sets -----
+    //
+    // The steps below run hundreds of millions of times on the larger
+    // benchmarks. They read and write the arrays through raw pointers
+    // taken once per step (`Sets`), with the active count and the update
+    // counter in locals: every index is an item (`x` with its fields at
+    // `x - 4 .. x`), a cell of `nd` or a slot of an item's set, all built in
+    // bounds by `CellsMcc::new` and only ever permuted within their item's
+    // set since (debug builds check them). Bounds-checked indexing through
+    // `self` made the compiler reload `active` and the arrays' addresses
+    // after every store (rowcol7k2 about a third slower).
+
+    #[inline(always)]
+    fn sets(&mut self) -> Sets {
+        Sets {
+            set: self.set.as_mut_ptr(),
+            item: self.item.as_mut_ptr(),
+            nd: self.nd.as_mut_ptr(),
+            head: self.head.as_ptr(),
+            clr: self.clr.as_ptr(),
+            second: self.second,
+            #[cfg(debug_assertions)]
+            lens: (self.set.len(), self.item.len(), self.nd.len()),
+        }
+    }
 
     #[inline(always)]
     fn size(&self, x: u32) -> u32 {
@@ -314,74 +521,17 @@ impl CellsMcc {
     fn pos(&self, x: u32) -> u32 {
         self.set[x as usize - POS]
     }
-    #[inline(always)]
-    fn bound(&self, x: u32) -> i32 {
-        self.set[x as usize - BOUND] as i32
-    }
-    #[inline(always)]
-    fn slack(&self, x: u32) -> i32 {
-        self.set[x as usize - SLACK] as i32
-    }
-
-    /// Swaps item `x`, at position `p`, with the last active one, and
-    /// shortens the active list.
-    #[inline(always)]
-    fn deactivate(&mut self, x: u32, p: u32) {
-        self.active -= 1;
-        let a = self.active;
-        let other = self.item[a as usize];
-        self.item[a as usize] = x;
-        self.item[p as usize] = other;
-        self.set[x as usize - POS] = a;
-        self.set[other as usize - POS] = p;
-    }
-
-    /// Moves cell `nn` (at slot `p` of item `ii`'s set) just past the set's
-    /// new size `ss`.
-    #[inline(always)]
-    fn drop_cell(&mut self, ii: u32, ss: u32, nn: u32, p: u32) {
-        let last = (ii + ss) as usize;
-        let nnp = self.set[last];
-        self.set[ii as usize - SIZE] = ss;
-        self.set[last] = nn;
-        self.set[p as usize] = nnp;
-        self.nd[nn as usize].loc = ii + ss;
-        self.nd[nnp as usize].loc = p;
-        self.updates += 1;
-    }
 
     /// SSMCC's "remove `optp` from its other sets" (and "remove the option
-    /// `cur_choice`"): takes the option out of the sets of all its items but
-    /// purified secondary ones; a primary item left with no option leaves
-    /// the active list. False when a primary item would be left with fewer
-    /// options than its bound needs (the removal stops there).
+    /// `cur_choice`"); see [`Sets::hide`].
     fn hide(&mut self, optp: u32) -> bool {
-        let mut nn = self.head[optp as usize];
-        loop {
-            let Cell { itm, loc: p } = self.nd[nn as usize];
-            if itm <= 0 {
-                return true;
-            }
-            let ii = itm as u32;
-            if p >= self.second && self.pos(ii) >= self.active {
-                nn += 1;
-                continue;
-            }
-            let ss = self.size(ii) as i32 - 1;
-            if p < self.second {
-                if ss < self.bound(ii) - self.slack(ii) {
-                    return false;
-                }
-                if ss == 0 {
-                    let pp = self.pos(ii);
-                    self.deactivate(ii, pp);
-                }
-            }
-            if ss > 0 {
-                self.drop_cell(ii, ss as u32, nn, p);
-            }
-            nn += 1;
-        }
+        let sets = self.sets();
+        let (mut active, mut updates) = (self.active, self.updates);
+        // SAFETY: `optp` is a cell of an option; the arrays are this
+        // engine's (see above).
+        let ok = unsafe { sets.hide(optp, &mut active, &mut updates) };
+        (self.active, self.updates) = (active, updates);
+        ok
     }
 
     /// SSMCC's `include_option`: takes the option of cell `opt`, lowering
@@ -390,65 +540,15 @@ impl CellsMcc {
     /// list. False (the force stack cleared) when that leaves a primary item
     /// with too few options.
     fn include(&mut self, opt: u32) -> bool {
-        let mut o = self.head[opt as usize];
-        loop {
-            let Cell { itm, loc: pp } = self.nd[o as usize];
-            if itm <= 0 {
-                return true;
-            }
-            let ii = itm as u32;
-            let p = self.pos(ii);
-            if p >= self.active {
-                // A purified secondary item (a primary item of an active
-                // option is active).
-                debug_assert!(
-                    ii >= self.second,
-                    "primary item of an active option inactive"
-                );
-                o += 1;
-                continue;
-            }
-            let primary = ii < self.second;
-            if primary {
-                self.set[ii as usize - BOUND] -= 1;
-            }
-            if !primary || self.bound(ii) == 0 {
-                let ss = self.size(ii);
-                let c = if primary { 0 } else { self.clr[o as usize] };
-                let start = self.updates;
-                let mut s = ii + ss;
-                while s > ii {
-                    s -= 1;
-                    if s == pp {
-                        continue;
-                    }
-                    let optp = self.set[s as usize];
-                    if (c == 0 || self.clr[optp as usize] != c) && !self.hide(optp) {
-                        if self.exact {
-                            // Which options the walk hid before it failed
-                            // depends on the set's order: not counted.
-                            self.updates = start;
-                        }
-                        self.force.clear();
-                        return false;
-                    }
-                }
-                let p = self.pos(ii);
-                self.deactivate(ii, p);
-            } else {
-                let ss = self.size(ii) as i32 - 1;
-                if ss < self.bound(ii) - self.slack(ii) {
-                    self.force.clear();
-                    return false;
-                }
-                if ss == 0 {
-                    self.deactivate(ii, p);
-                } else {
-                    self.drop_cell(ii, ss as u32, o, pp);
-                }
-            }
-            o += 1;
+        let sets = self.sets();
+        let (mut active, mut updates) = (self.active, self.updates);
+        // SAFETY: as for `hide`.
+        let ok = unsafe { sets.include(opt, &mut active, &mut updates, self.exact) };
+        (self.active, self.updates) = (active, updates);
+        if !ok {
+            self.force.clear();
         }
+        ok
     }
 
     /// SSMCC's choice of the item to branch on: every active primary item
@@ -457,12 +557,21 @@ impl CellsMcc {
     fn choose(&mut self) -> u32 {
         let mut score = u32::MAX;
         let (mut best, mut best_s, mut best_l) = (NONE, 0i32, 0u32);
-        for k in 0..self.active as usize {
-            let x = self.item[k];
-            if x >= self.second {
+        let set = self.set.as_ptr();
+        let second = self.second;
+        for &x in &self.item[..self.active as usize] {
+            if x >= second {
                 continue;
             }
-            let (b, slack, size) = (self.bound(x), self.slack(x), self.size(x));
+            // SAFETY: active entries are items.
+            let (b, slack, size) = unsafe {
+                (
+                    *set.add(x as usize - NEED) as i32,
+                    *set.add(x as usize - SLACK) as i32,
+                    *set.add(x as usize - SIZE),
+                )
+            };
+            let b = b + slack;
             let s = slack.min(b);
             let t = (size as i32 + s - b + 1) as u32;
             if t == 1 {
@@ -482,7 +591,22 @@ impl CellsMcc {
 
     /// `Order::Exact`'s forced item: the smallest active one on the stack
     /// (the stack holds the same items whatever the history), taken off.
+    #[inline(always)]
     fn take_smallest_forced(&mut self) -> Option<u32> {
+        match self.force.len() {
+            0 => return None,
+            1 => {
+                // The common case, without the scan.
+                let x = self.force.pop()?;
+                return (self.pos(x) < self.active).then_some(x);
+            }
+            _ => {}
+        }
+        self.take_smallest_of_many()
+    }
+
+    #[inline(never)]
+    fn take_smallest_of_many(&mut self) -> Option<u32> {
         let mut k = 0;
         let mut best: Option<usize> = None;
         while k < self.force.len() {
@@ -500,6 +624,7 @@ impl CellsMcc {
     }
 
     /// The node's item, as SSMCC's step "forward" picks it.
+    #[inline(always)]
     fn pick(&mut self) -> Pick {
         if self.exact {
             if let Some(x) = self.take_smallest_forced() {
@@ -533,10 +658,11 @@ impl CellsMcc {
 
     /// The option of `x` the node includes, then removes: SSMCC's first of
     /// the set, or (`Order::Exact`) the smallest cell.
+    #[inline(always)]
     fn option_of(&self, x: u32) -> u32 {
         if self.exact {
             let s = &self.set[x as usize..(x + self.size(x)) as usize];
-            *s.iter().min().expect("an active item has options")
+            s.iter().fold(u32::MAX, |m, &c| m.min(c))
         } else {
             self.set[x as usize]
         }
@@ -544,29 +670,38 @@ impl CellsMcc {
 
     /// SSMCC's "save the currently active items and their sizes and
     /// bounds", for `level`.
+    #[inline(always)]
     fn save_state(&mut self, level: usize) {
         let start = self.saved[level];
-        self.save.truncate(start);
-        for p in 0..self.active as usize {
-            let x = self.item[p];
-            self.save.push(Saved {
-                item: x,
-                size: self.size(x),
-                bound: self.bound(x),
-            });
+        let active = self.active as usize;
+        self.save.resize(start + active, Saved::default());
+        let set = self.set.as_ptr();
+        let save = &mut self.save[start..start + active];
+        for (slot, &x) in save.iter_mut().zip(&self.item[..active]) {
+            // SAFETY: active entries are items.
+            unsafe {
+                *slot = Saved {
+                    item: x,
+                    size: *set.add(x as usize - SIZE),
+                    need: *set.add(x as usize - NEED) as i32,
+                };
+            }
         }
-        self.saved_len[level] = self.active as usize;
+        self.saved_len[level] = active;
     }
 
+    #[inline(always)]
     fn restore_state(&mut self, level: usize) {
         let start = self.saved[level];
         let len = self.saved_len[level];
         self.active = len as u32;
-        for k in start..start + len {
-            let Saved { item, size, bound } = self.save[k];
-            self.set[item as usize - SIZE] = size;
-            if item < self.second {
-                self.set[item as usize - BOUND] = bound as u32;
+        let set = self.set.as_mut_ptr();
+        for &Saved { item, size, need } in &self.save[start..start + len] {
+            // SAFETY: saved entries are items. (A secondary item's bound
+            // is never read: writing it back saves a branch.)
+            unsafe {
+                *set.add(item as usize - SIZE) = size;
+                *set.add(item as usize - NEED) = need as u32;
             }
         }
     }
@@ -747,7 +882,22 @@ impl CellsMcc {
         Ok(exit)
     }
 
+    #[inline(always)]
     fn enter_level(&mut self, level: usize, task: &Task, degree: Decision) {
+        if level > self.base && self.cuts.is_empty() {
+            // The common case: every alternative is this run's.
+            self.lo[level] = 0;
+            self.hi[level] = degree;
+            self.degree[level] = degree;
+            self.alt[level] = 0;
+            return;
+        }
+        self.enter_task_level(level, task, degree);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn enter_task_level(&mut self, level: usize, task: &Task, degree: Decision) {
         let (lo, hi) = if level < self.base {
             (task.path[level], task.path[level].saturating_add(1))
         } else if level == self.base {
