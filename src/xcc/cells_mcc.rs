@@ -555,8 +555,11 @@ impl CellsMcc {
     /// of score 1 goes on the force stack (once per option it must take);
     /// otherwise the best score. `NONE` when no item is left to branch on.
     fn choose(&mut self) -> u32 {
-        let mut score = u32::MAX;
-        let (mut best, mut best_s, mut best_l) = (NONE, 0i32, 0u32);
+        // SSMCC's order (the smallest score, then the smallest
+        // `min(slack, bound)`, the longest set, the earliest item) as one
+        // key, so that the minimum is taken without a branch per item that
+        // the predictor misses (every field fits 32 bits).
+        let mut best = u128::MAX;
         let set = self.set.as_ptr();
         let second = self.second;
         for &x in &self.item[..self.active as usize] {
@@ -564,33 +567,35 @@ impl CellsMcc {
                 continue;
             }
             // SAFETY: active entries are items.
-            let (b, slack, size) = unsafe {
+            let (need, slack, size) = unsafe {
                 (
                     *set.add(x as usize - NEED) as i32,
                     *set.add(x as usize - SLACK) as i32,
                     *set.add(x as usize - SIZE),
                 )
             };
-            let b = b + slack;
+            let b = need + slack;
             let s = slack.min(b);
             let t = (size as i32 + s - b + 1) as u32;
             if t == 1 {
-                for _ in 0..(b - slack).max(0) {
+                for _ in 0..need.max(0) {
                     self.force.push(x);
                 }
-            } else if t < score
-                || (t == score
-                    && (s < best_s
-                        || (s == best_s && (size > best_l || (size == best_l && x < best)))))
-            {
-                (score, best, best_s, best_l) = (t, x, s, size);
+            } else {
+                let key = u128::from(t) << 96
+                    | u128::from(s as u32) << 64
+                    | u128::from(!size) << 32
+                    | u128::from(x);
+                best = best.min(key);
             }
         }
-        best
+        if best == u128::MAX {
+            NONE
+        } else {
+            best as u32
+        }
     }
 
-    /// `Order::Exact`'s forced item: the smallest active one on the stack
-    /// (the stack holds the same items whatever the history), taken off.
     #[inline(always)]
     fn take_smallest_forced(&mut self) -> Option<u32> {
         match self.force.len() {
