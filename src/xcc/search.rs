@@ -372,8 +372,8 @@ pub enum RunError {
 /// the other.
 ///
 /// Two engines: dancing links ([`Engine::Links`], Knuth's DLX2/DLX3) and
-/// dancing cells ([`Engine::Cells`], Knuth's SSXCC: sparse sets, no
-/// multiplicities); each has half-size words for small problems
+/// dancing cells ([`Engine::Cells`], Knuth's SSXCC on sparse sets, and his
+/// SSMCC for multiplicities); each has half-size words for small problems
 /// ([`Layout::Narrow`]). Their search trees differ, so a task made by one engine
 /// names nothing in the other's tree: every run of a search uses one engine.
 pub struct Solver {
@@ -408,7 +408,8 @@ pub enum Layout {
 pub enum Engine {
     /// Dancing links: Algorithms X, C (DLX1/DLX2) and M (DLX3).
     Links,
-    /// Dancing cells: Algorithm C on sparse sets (SSXCC); no multiplicities.
+    /// Dancing cells: Algorithm C on sparse sets (SSXCC), and M for
+    /// multiplicities (SSMCC).
     Cells,
 }
 
@@ -428,16 +429,27 @@ impl Engine {
         }
     }
 
-    /// The engine `auto` picks for `problem`: dancing cells whenever they
-    /// can (every problem without multiplicities), links otherwise.
+    /// The engine `auto` picks for `problem`: dancing cells, except for a
+    /// problem with multiplicities whose every primary item has one exact
+    /// count (`u = v`) and that has no secondary items, where links.
     ///
     /// Measured with `xccd bench` (docs/performance.md): SSXCC's
     /// search tree is never larger than DLX2's (it stops a branch as soon as
     /// an item loses its last option and forces items left with one), and
     /// our cells engine runs it faster than the links engine runs DLX2's on
-    /// every benchmark instance.
+    /// every benchmark instance. With multiplicities the cells engine runs
+    /// SSMCC's binary tree: smaller than DLX3's, and faster, where items
+    /// have slack or secondary items prune (bench/instances/mcc_bands*,
+    /// mcc_queens*: 0.5-0.8 of the links engine's time), but larger where
+    /// every count is exact and nothing else constrains (mcc_rowcol*: SSMCC
+    /// counts a node for each option it drops, 11.97M nodes against DLX3's
+    /// 8.86M on rowcol7k2, 1.1-1.2 of the links engine's time).
     pub fn auto(problem: &Problem) -> Engine {
-        if problem.has_multiplicities() {
+        let exact_counts_only = problem.items().iter().all(|item| match item.kind {
+            super::problem::ItemKind::Primary { min, max } => min == max,
+            super::problem::ItemKind::Secondary => false,
+        });
+        if problem.has_multiplicities() && exact_counts_only {
             Engine::Links
         } else {
             Engine::Cells
@@ -462,9 +474,11 @@ impl std::str::FromStr for Engine {
     }
 }
 
-/// A problem the chosen engine cannot search.
+/// A problem the chosen engine cannot search. (Both engines search every
+/// problem today, the cells engine multiplicities too; the error stays for
+/// the API's callers.)
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the {engine} engine cannot search this problem: it has items with multiplicities (use the links engine)")]
+#[error("the {engine} engine cannot search this problem")]
 pub struct UnsupportedEngine {
     pub engine: Engine,
 }
