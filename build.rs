@@ -81,6 +81,7 @@ fn embed_bench_set(out: &std::path::Path) -> Result<(), Box<dyn std::error::Erro
     for (constant, file) in [
         ("KNUTH_REFERENCE", "knuth-reference.tsv"),
         ("SSXCC_REFERENCE", "ssxcc-reference.tsv"),
+        ("SSMCC_REFERENCE", "ssmcc-reference.tsv"),
         ("CELLS_REFERENCE", "cells-reference.tsv"),
         ("DLX6_REFERENCE", "dlx6-reference.tsv"),
     ] {

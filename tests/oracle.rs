@@ -240,37 +240,47 @@ fn check(spec: &Spec, item_perm: &[usize], option_perm: &[usize], seed: u64) {
     assert_eq!(wide_sequence, sequence);
     assert_eq!(wide_stats, stats);
 
-    // The cells engine (SSXCC) searches another tree for the same solutions,
-    // the same way every time.
-    if Engine::Cells.supports(&problem) {
-        let mut cells =
-            Solver::with_engine_layout(&problem, Engine::Cells, Layout::Narrow).unwrap();
-        assert_eq!(
-            cells.layout(),
-            Layout::Narrow,
-            "small problems fit 16-bit cells"
-        );
-        assert_eq!(cells.algorithm(), expected_algorithm);
-        let (cells_sequence, cells_stats) = run_all(&mut cells);
-        for s in &cells_sequence {
-            assert!(s.windows(2).all(|w| w[0] < w[1]), "not sorted: {s:?}");
-        }
-        let cells_set = sorted(cells_sequence.clone());
-        let mut dedup = cells_set.clone();
-        dedup.dedup();
-        assert_eq!(dedup.len(), cells_set.len(), "cells: duplicate solutions");
-        assert_eq!(cells_set, expected, "cells engine vs oracle on\n{problem}");
-        assert_eq!(cells_stats.solutions, expected.len() as u64);
-        let (again, again_stats) = run_all(&mut cells);
-        assert_eq!((&again, &again_stats), (&cells_sequence, &cells_stats));
-        // The 32-bit layout (for large problems) runs the same search.
-        let mut wide = Solver::with_engine_layout(&problem, Engine::Cells, Layout::Wide).unwrap();
-        assert_eq!(wide.layout(), Layout::Wide);
-        assert_eq!(run_all(&mut wide), (cells_sequence, cells_stats));
-    } else {
-        assert!(spec.has_multiplicities());
-        assert!(Solver::with_engine(&problem, Engine::Cells).is_err());
+    // The cells engine (SSXCC; SSMCC's Algorithm M on sparse sets for
+    // multiplicities) searches another tree for the same solutions, the
+    // same way every time; and so does it making SSXCC's or SSMCC's own
+    // choices (`Order::Ssxcc`).
+    assert!(Engine::Cells.supports(&problem));
+    let mut cells = Solver::with_engine_layout(&problem, Engine::Cells, Layout::Narrow).unwrap();
+    assert_eq!(
+        cells.layout(),
+        // Multiplicities have one layout, 32-bit words (cells_mcc.rs).
+        if spec.has_multiplicities() {
+            Layout::Wide
+        } else {
+            Layout::Narrow
+        },
+        "small problems fit 16-bit cells"
+    );
+    assert_eq!(cells.algorithm(), expected_algorithm);
+    let (cells_sequence, cells_stats) = run_all(&mut cells);
+    for s in &cells_sequence {
+        assert!(s.windows(2).all(|w| w[0] < w[1]), "not sorted: {s:?}");
     }
+    let cells_set = sorted(cells_sequence.clone());
+    let mut dedup = cells_set.clone();
+    dedup.dedup();
+    assert_eq!(dedup.len(), cells_set.len(), "cells: duplicate solutions");
+    assert_eq!(cells_set, expected, "cells engine vs oracle on\n{problem}");
+    assert_eq!(cells_stats.solutions, expected.len() as u64);
+    let (again, again_stats) = run_all(&mut cells);
+    assert_eq!((&again, &again_stats), (&cells_sequence, &cells_stats));
+    // The 32-bit layout (for large problems) runs the same search.
+    let mut wide = Solver::with_engine_layout(&problem, Engine::Cells, Layout::Wide).unwrap();
+    assert_eq!(wide.layout(), Layout::Wide);
+    assert_eq!(run_all(&mut wide), (cells_sequence, cells_stats));
+    let mut knuth = Solver::ssxcc(&problem).unwrap();
+    let (knuth_sequence, knuth_stats) = run_all(&mut knuth);
+    assert_eq!(
+        sorted(knuth_sequence),
+        expected,
+        "cells engine in Knuth's order vs oracle on\n{problem}"
+    );
+    assert_eq!(knuth_stats.solutions, expected.len() as u64);
 
     // The memoized count (DLX6's Algorithm C, or M with multiplicities)
     // holds the same solutions in its ZDD, each once, no option twice.

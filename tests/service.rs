@@ -893,7 +893,7 @@ async fn split_searches_count_like_one_thread() {
         );
         // The cells engine's split runs find the same solutions (their node
         // counts may differ: see src/xcc/cells.rs); the server picks it
-        // unless the problem has multiplicities.
+        // unless Engine::auto prefers links (exact multiplicities only).
         let ev = enumerate_all(
             &mut client,
             pb::EnumerateRequest {
@@ -909,11 +909,7 @@ async fn split_searches_count_like_one_thread() {
             summary.solutions, alone.solutions,
             "{name} on the server's engine"
         );
-        let expected_engine = if parse(&text).has_multiplicities() {
-            "links"
-        } else {
-            "cells"
-        };
+        let expected_engine = xccd::xcc::Engine::auto(&parse(&text)).name();
         assert_eq!(summary.statistics.as_ref().unwrap().engine, expected_engine);
     }
     // A node limit of 1 on queens8 (1049 nodes) stops at once.

@@ -798,8 +798,15 @@ fn check_early_exits_on(problem: &Problem, engine: Engine, seed: u64) {
 /// with the solutions found after entering it); ranges of alternatives
 /// concatenate; the solver keeps working afterwards.
 fn check_tasks(problem: &Problem) {
-    let (full, full_stats) = unsplit(&mut Solver::new(problem), &Task::root());
-    let solver = &mut Solver::new(problem);
+    check_tasks_on(problem, Engine::Links);
+}
+
+fn check_tasks_on(problem: &Problem, engine: Engine) {
+    let (full, full_stats) = unsplit(
+        &mut Solver::with_engine(problem, engine).unwrap(),
+        &Task::root(),
+    );
+    let solver = &mut Solver::with_engine(problem, engine).unwrap();
     // Every node entered, with the solutions found before entering it.
     struct Nodes {
         seen: Vec<(Vec<Decision>, usize)>,
@@ -923,8 +930,15 @@ fn check_tasks(problem: &Problem) {
 /// node: the pieces, run in search order on the same solver, give the full
 /// sequence.
 fn check_every_poll(problem: &Problem) {
-    let (full, full_stats) = unsplit(&mut Solver::new(problem), &Task::root());
-    let mut solver = Solver::new(problem);
+    check_every_poll_on(problem, Engine::Links);
+}
+
+fn check_every_poll_on(problem: &Problem, engine: Engine) {
+    let (full, full_stats) = unsplit(
+        &mut Solver::with_engine(problem, engine).unwrap(),
+        &Task::root(),
+    );
+    let mut solver = Solver::with_engine(problem, engine).unwrap();
     let mut counter = PollCounter::default();
     let cfg = RunConfig {
         poll_interval: 1,
@@ -993,8 +1007,15 @@ fn check_every_poll(problem: &Problem) {
 /// entered), the path to it followed by d names no node and must be
 /// rejected; the solver must work afterwards.
 fn check_past_last_alternative(problem: &Problem) {
-    let mut solver = Solver::new(problem);
-    let (full, full_stats) = unsplit(&mut Solver::new(problem), &Task::root());
+    check_past_last_alternative_on(problem, Engine::Links);
+}
+
+fn check_past_last_alternative_on(problem: &Problem, engine: Engine) {
+    let mut solver = Solver::with_engine(problem, engine).unwrap();
+    let (full, full_stats) = unsplit(
+        &mut Solver::with_engine(problem, engine).unwrap(),
+        &Task::root(),
+    );
     let mut degrees = Degrees::default();
     let r = split_run(&mut solver, &Task::root(), Policy::NONE, 0, &mut degrees);
     assert_eq!(r.solutions, full);
@@ -1322,6 +1343,25 @@ fn named_instances_split_in_any_order_on_cells() {
     }
 }
 
+/// Tasks named from the tree, a split at every node and paths past the
+/// last alternative on the cells engine's Algorithm M (SSMCC's binary
+/// branching, `Order::Exact`), for the instances with multiplicities.
+#[test]
+fn named_instances_with_multiplicities_on_cells_from_the_tree() {
+    let mut checked = 0;
+    for (name, problem, _) in named_instances() {
+        if !problem.has_multiplicities() {
+            continue;
+        }
+        eprintln!("{name}");
+        check_tasks_on(&problem, Engine::Cells);
+        check_every_poll_on(&problem, Engine::Cells);
+        check_past_last_alternative_on(&problem, Engine::Cells);
+        checked += 1;
+    }
+    assert!(checked >= 2);
+}
+
 #[test]
 fn named_instances_early_exits() {
     for (k, (_, problem, _)) in named_instances().into_iter().enumerate() {
@@ -1567,6 +1607,15 @@ proptest! {
     #[test]
     fn random_problems_early_exits(spec in spec_strategy(), seed in any::<u64>()) {
         check_early_exits(&spec.build(), seed);
+    }
+
+    #[test]
+    fn random_problems_with_multiplicities_on_cells_from_the_tree(spec in spec_strategy()) {
+        let problem = spec.build();
+        prop_assume!(problem.has_multiplicities());
+        check_tasks_on(&problem, Engine::Cells);
+        check_every_poll_on(&problem, Engine::Cells);
+        check_past_last_alternative_on(&problem, Engine::Cells);
     }
 
     #[test]

@@ -106,13 +106,6 @@ impl Measured {
             Measured::Cells(Order::Ssxcc) => "ssxcc",
         }
     }
-
-    fn engine(self) -> Engine {
-        match self {
-            Measured::Links => Engine::Links,
-            Measured::Cells(_) => Engine::Cells,
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -130,6 +123,10 @@ struct Reference {
 }
 
 fn read_reference(set: &BenchSet, table: ReferenceTable) -> HashMap<String, Reference> {
+    let program = match table {
+        ReferenceTable::Ssmcc => "ssmcc",
+        _ => "ssxcc",
+    };
     let Some(text) = set.reference(table) else {
         return HashMap::new();
     };
@@ -149,13 +146,14 @@ fn read_reference(set: &BenchSet, table: ReferenceTable) -> HashMap<String, Refe
                 seconds: f[6].trim().parse().unwrap_or(0.0),
                 program: f[2].to_string(),
             },
-            // ssxcc-reference.tsv: case solutions nodes updates seconds
+            // ssxcc-reference.tsv, ssmcc-reference.tsv: case solutions
+            // nodes updates seconds
             5 => Reference {
                 solutions: num(1),
                 nodes: num(2),
                 updates: num(3),
                 seconds: f[4].trim().parse().unwrap_or(0.0),
-                program: "ssxcc".to_string(),
+                program: program.to_string(),
             },
             // cells-reference.tsv: case solutions nodes updates
             4 => Reference {
@@ -196,16 +194,19 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
         return super::bench_memo::run(&set, args.filter.as_deref(), args.repeat, out);
     }
     let links_reference = read_reference(&set, ReferenceTable::Knuth);
-    let ssxcc_reference = read_reference(&set, ReferenceTable::Ssxcc);
-    // The cells engine's own counts, timed against SSXCC (the same search
-    // but for its ties).
+    // SSXCC's counts, and SSMCC's for the instances with multiplicities
+    // (which the cells engine searches by SSMCC's Algorithm M).
+    let mut ssxcc_reference = read_reference(&set, ReferenceTable::Ssxcc);
+    ssxcc_reference.extend(read_reference(&set, ReferenceTable::Ssmcc));
+    // The cells engine's own counts, timed against SSXCC or SSMCC (the same
+    // search but for its ties).
     let cells_reference: HashMap<String, Reference> = read_reference(&set, ReferenceTable::Cells)
         .into_iter()
         .map(|(name, r)| {
             let ssxcc = ssxcc_reference.get(&name);
             let timed = Reference {
                 seconds: ssxcc.map_or(0.0, |s| s.seconds),
-                program: if ssxcc.is_some() { "ssxcc" } else { "-" }.to_string(),
+                program: ssxcc.map_or("-", |s| s.program.as_str()).to_string(),
                 ..r
             };
             (name, timed)
@@ -245,13 +246,6 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
         let (problem, _) = set.load(&name)?;
         let mut seconds = Vec::new();
         for &engine in engines {
-            if !engine.engine().supports(&problem) {
-                out.text(format_args!(
-                    "{name:<20} {:>6} (no multiplicities in this engine)",
-                    engine.name()
-                ));
-                continue;
-            }
             let (best, stats, algorithm) = measure(&problem, engine, args.layout, args.repeat)?;
             seconds.push(best);
             let reference = match engine {
@@ -263,8 +257,9 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
                 Some(r) => {
                     // Only the program whose search this engine follows has
                     // comparable node and update counts.
-                    let same_tree = matches!(r.program.as_str(), "dlx2" | "dlx3" | "ssxcc")
-                        || engine == Measured::Cells(Order::Exact);
+                    let same_tree =
+                        matches!(r.program.as_str(), "dlx2" | "dlx3" | "ssxcc" | "ssmcc")
+                            || engine == Measured::Cells(Order::Exact);
                     let same = r.solutions == stats.solutions
                         && (!same_tree || (r.nodes == stats.nodes && r.updates == stats.updates));
                     if !same {

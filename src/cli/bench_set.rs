@@ -1,9 +1,9 @@
 //! Where `xccd bench` finds its instances and reference tables: the set
 //! built into the binary (the repository's `bench/`, embedded by build.rs),
 //! or a folder of the same shape given with `--dir` (`instances/*.dlx`,
-//! `knuth-reference.tsv`, `ssxcc-reference.tsv`, `cells-reference.tsv`,
-//! for `--memo` `memo/*.dlx` and `dlx6-reference.tsv`, for `--service`
-//! `costs/*.dlx`).
+//! `knuth-reference.tsv`, `ssxcc-reference.tsv`, `ssmcc-reference.tsv`,
+//! `cells-reference.tsv`, for `--memo` `memo/*.dlx` and `dlx6-reference.tsv`,
+//! for `--service` `costs/*.dlx`).
 //!
 //! Built in, because a binary runs where its build machine's paths do not
 //! exist (a container, another host): `xccd bench` then measures the same
@@ -28,13 +28,15 @@ pub enum BenchSet {
     Dir(PathBuf),
 }
 
-/// Knuth's DLX1-3 counts (`knuth-reference.tsv`), SSXCC's, or the cells
+/// Knuth's DLX1-3 counts (`knuth-reference.tsv`), SSXCC's, SSMCC's (the
+/// instances with multiplicities), or the cells
 /// engine's own (`cells-reference.tsv`: SSXCC's search with ties broken
 /// the same way in every piece of a split search).
 #[derive(Debug, Clone, Copy)]
 pub enum ReferenceTable {
     Knuth,
     Ssxcc,
+    Ssmcc,
     Cells,
     /// Knuth's DLX6 (memoized counting): `dlx6-reference.tsv`.
     Dlx6,
@@ -45,6 +47,7 @@ impl ReferenceTable {
         match self {
             ReferenceTable::Knuth => "knuth-reference.tsv",
             ReferenceTable::Ssxcc => "ssxcc-reference.tsv",
+            ReferenceTable::Ssmcc => "ssmcc-reference.tsv",
             ReferenceTable::Cells => "cells-reference.tsv",
             ReferenceTable::Dlx6 => "dlx6-reference.tsv",
         }
@@ -137,6 +140,7 @@ impl BenchSet {
                 match table {
                     ReferenceTable::Knuth => builtin::KNUTH_REFERENCE,
                     ReferenceTable::Ssxcc => builtin::SSXCC_REFERENCE,
+                    ReferenceTable::Ssmcc => builtin::SSMCC_REFERENCE,
                     ReferenceTable::Cells => builtin::CELLS_REFERENCE,
                     ReferenceTable::Dlx6 => builtin::DLX6_REFERENCE,
                 }
@@ -169,6 +173,7 @@ mod tests {
         for table in [
             ReferenceTable::Knuth,
             ReferenceTable::Ssxcc,
+            ReferenceTable::Ssmcc,
             ReferenceTable::Dlx6,
         ] {
             assert_eq!(builtin.reference(table), folder.reference(table));

@@ -50,9 +50,10 @@ pub struct WhereArgs {
     /// https://... with --ca-cert).
     #[arg(long, value_name = "URL", env = "XCCD_SERVER")]
     pub server: Option<String>,
-    /// The search engine: `cells` (Knuth's SSXCC, sparse sets), `links`
-    /// (DLX2/DLX3, dancing links) or `auto` (cells unless the problem has
-    /// multiplicities). Both find the same solutions; node counts and the
+    /// The search engine: `cells` (Knuth's SSXCC, sparse sets; SSMCC for
+    /// multiplicities), `links` (DLX2/DLX3, dancing links) or `auto` (cells
+    /// unless the problem's only constraints are exact multiplicities, no
+    /// secondary items). Both find the same solutions; node counts and the
     /// order of solutions differ.
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
     pub engine: EngineChoice,

@@ -756,9 +756,10 @@ pub(crate) struct Cells<W> {
     cuts: Vec<Cut>,
 }
 
-/// Whether the cells engine can search `problem` (it has no multiplicities).
-pub(crate) fn supports(problem: &Problem) -> bool {
-    !problem.has_multiplicities()
+/// Whether the cells engine can search `problem`: every problem, those
+/// with multiplicities by Algorithm M on sparse sets (`cells_mcc.rs`).
+pub(crate) fn supports(_problem: &Problem) -> bool {
+    true
 }
 
 /// The lengths of the arrays [`Cells::new`] builds for `problem`, at most

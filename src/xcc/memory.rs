@@ -73,6 +73,14 @@ fn cells_bound(problem: &Problem) -> u64 {
     let set = problem.entries() as u64 + 2 * n + 2;
     let depth = problem.primary_count() as u64 + 3;
     let arrays = cells * (2 * 2 * 4 + 4 + 4) + set * 2 * 4 + n * (2 * 4 + 4);
+    if problem.has_multiplicities() {
+        // Algorithm M on cells (cells_mcc.rs): a level per option it
+        // includes or removes, each saving an item's size and need.
+        let depth = problem.options().len() as u64 + 3;
+        return arrays.saturating_add(depth * PER_LEVEL).saturating_add(
+            super::cells_mcc::save_entries(problem).saturating_mul(super::cells_mcc::SAVED_BYTES),
+        );
+    }
     arrays + depth * PER_LEVEL + cells_save_entries(problem).saturating_mul(2 * 4)
 }
 
@@ -164,6 +172,25 @@ mod tests {
         let links = |p: &Problem| bound(p, Engine::Links).unwrap();
         assert!(cells(&large) > 50 * cells(&small));
         assert!(links(&large) < 20 * links(&small));
+    }
+
+    /// Multiplicities on cells: a level per option (include or remove), each
+    /// saving every active item, so the bound charges options x items.
+    #[test]
+    fn the_cells_save_stack_with_multiplicities_is_charged_per_option() {
+        let mut text = String::from("2:3|x0 ");
+        for i in 1..50 {
+            text.push_str(&format!("x{i} "));
+        }
+        text.push('\n');
+        for i in 1..50 {
+            text.push_str(&format!("x0 x{i}\nx{i}\n"));
+        }
+        let problem = dlx_format::parse(&text).unwrap();
+        assert!(problem.has_multiplicities());
+        let cells = bound(&problem, Engine::Cells).unwrap();
+        let save = (problem.options().len() as u64 + 2) * 50 * super::super::cells_mcc::SAVED_BYTES;
+        assert!(cells > save, "{cells} <= {save}");
     }
 
     #[test]

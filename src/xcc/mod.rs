@@ -1,8 +1,9 @@
 //! The engine: problem model, Knuth's DLX text format, and two searches with
 //! splittable subtree tasks: dancing links (Algorithms X, C and M) and
-//! dancing cells (Algorithm C on sparse sets), memoized counting into ZDDs
+//! dancing cells (Algorithms C and M on sparse sets), memoized counting into ZDDs
 //! (DLX6), and the k cheapest solutions of options with costs (DLX5).
 mod cells;
+mod cells_mcc;
 pub mod cheapest;
 pub mod dlx_format;
 pub mod estimate;

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 pub use super::cells::Order;
 use super::cells::{self, Cells};
+use super::cells_mcc::CellsMcc;
 use super::links::{node_count, Links, Narrow, NodeRepr, Wide, ROOT};
 use super::problem::Problem;
 use super::task::{Cut, Decision, Task, ALL};
@@ -371,8 +372,8 @@ pub enum RunError {
 /// the other.
 ///
 /// Two engines: dancing links ([`Engine::Links`], Knuth's DLX2/DLX3) and
-/// dancing cells ([`Engine::Cells`], Knuth's SSXCC: sparse sets, no
-/// multiplicities); each has half-size words for small problems
+/// dancing cells ([`Engine::Cells`], Knuth's SSXCC on sparse sets, and his
+/// SSMCC for multiplicities); each has half-size words for small problems
 /// ([`Layout::Narrow`]). Their search trees differ, so a task made by one engine
 /// names nothing in the other's tree: every run of a search uses one engine.
 pub struct Solver {
@@ -385,6 +386,8 @@ enum Inner {
     CellsNarrow(Box<Cells<u16>>),
     CellsInCache(Box<Cells<cells::InCache32>>),
     Cells(Box<Cells<u32>>),
+    /// Multiplicities: Algorithm M on sparse sets (SSMCC), 32-bit words.
+    CellsMcc(Box<CellsMcc>),
 }
 
 /// Which word size a [`Solver`]'s arrays use: half-size words keep twice
@@ -405,7 +408,8 @@ pub enum Layout {
 pub enum Engine {
     /// Dancing links: Algorithms X, C (DLX1/DLX2) and M (DLX3).
     Links,
-    /// Dancing cells: Algorithm C on sparse sets (SSXCC); no multiplicities.
+    /// Dancing cells: Algorithm C on sparse sets (SSXCC), and M for
+    /// multiplicities (SSMCC).
     Cells,
 }
 
@@ -425,19 +429,30 @@ impl Engine {
         }
     }
 
-    /// The engine `auto` picks for `problem`: dancing cells whenever they
-    /// can (every problem without multiplicities), links otherwise.
+    /// The engine `auto` picks for `problem`: dancing cells, except for a
+    /// problem with multiplicities whose every primary item has one exact
+    /// count (`u = v`) and that has no secondary items, where links.
     ///
     /// Measured with `xccd bench` (docs/performance.md): SSXCC's
     /// search tree is never larger than DLX2's (it stops a branch as soon as
     /// an item loses its last option and forces items left with one), and
     /// our cells engine runs it faster than the links engine runs DLX2's on
-    /// every benchmark instance.
+    /// every benchmark instance. With multiplicities the cells engine runs
+    /// SSMCC's binary tree: smaller than DLX3's, and faster, where items
+    /// have slack or secondary items prune (bench/instances/mcc_bands*,
+    /// mcc_queens*: 0.5-0.8 of the links engine's time), but larger where
+    /// every count is exact and nothing else constrains (mcc_rowcol*: SSMCC
+    /// counts a node for each option it drops, 11.97M nodes against DLX3's
+    /// 8.86M on rowcol7k2, 1.1-1.2 of the links engine's time).
     pub fn auto(problem: &Problem) -> Engine {
-        if cells::supports(problem) {
-            Engine::Cells
-        } else {
+        let exact_counts_only = problem.items().iter().all(|item| match item.kind {
+            super::problem::ItemKind::Primary { min, max } => min == max,
+            super::problem::ItemKind::Secondary => false,
+        });
+        if problem.has_multiplicities() && exact_counts_only {
             Engine::Links
+        } else {
+            Engine::Cells
         }
     }
 }
@@ -459,9 +474,11 @@ impl std::str::FromStr for Engine {
     }
 }
 
-/// A problem the chosen engine cannot search.
+/// A problem the chosen engine cannot search. (Both engines search every
+/// problem today, the cells engine multiplicities too; the error stays for
+/// the API's callers.)
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the {engine} engine cannot search this problem: it has items with multiplicities (use the links engine)")]
+#[error("the {engine} engine cannot search this problem")]
 pub struct UnsupportedEngine {
     pub engine: Engine,
 }
@@ -509,6 +526,11 @@ impl Solver {
         if !cells::supports(problem) {
             return Err(UnsupportedEngine {
                 engine: Engine::Cells,
+            });
+        }
+        if problem.has_multiplicities() {
+            return Ok(Solver {
+                engine: Inner::CellsMcc(Box::new(CellsMcc::new(problem, order))),
             });
         }
         Ok(Solver {
@@ -567,6 +589,7 @@ impl Solver {
             Inner::CellsNarrow(s) => Some(s.order()),
             Inner::CellsInCache(s) => Some(s.order()),
             Inner::Cells(s) => Some(s.order()),
+            Inner::CellsMcc(s) => Some(s.order()),
         }
     }
 
@@ -574,7 +597,10 @@ impl Solver {
     pub fn engine(&self) -> Engine {
         match self.engine {
             Inner::Narrow(_) | Inner::Wide(_) => Engine::Links,
-            Inner::Cells(_) | Inner::CellsInCache(_) | Inner::CellsNarrow(_) => Engine::Cells,
+            Inner::Cells(_)
+            | Inner::CellsInCache(_)
+            | Inner::CellsNarrow(_)
+            | Inner::CellsMcc(_) => Engine::Cells,
         }
     }
 
@@ -582,7 +608,9 @@ impl Solver {
     pub fn layout(&self) -> Layout {
         match self.engine {
             Inner::Narrow(_) | Inner::CellsNarrow(_) => Layout::Narrow,
-            Inner::Wide(_) | Inner::Cells(_) | Inner::CellsInCache(_) => Layout::Wide,
+            Inner::Wide(_) | Inner::Cells(_) | Inner::CellsInCache(_) | Inner::CellsMcc(_) => {
+                Layout::Wide
+            }
         }
     }
 
@@ -594,6 +622,7 @@ impl Solver {
             Inner::CellsNarrow(s) => s.algorithm(),
             Inner::CellsInCache(s) => s.algorithm(),
             Inner::Cells(s) => s.algorithm(),
+            Inner::CellsMcc(s) => s.algorithm(),
         }
     }
 
@@ -610,6 +639,7 @@ impl Solver {
             Inner::CellsNarrow(s) => s.run(task, config, visitor),
             Inner::CellsInCache(s) => s.run(task, config, visitor),
             Inner::Cells(s) => s.run(task, config, visitor),
+            Inner::CellsMcc(s) => s.run(task, config, visitor),
         }
     }
 
@@ -630,6 +660,7 @@ impl Solver {
             Inner::CellsNarrow(s) => s.describe(path).map(Some),
             Inner::CellsInCache(s) => s.describe(path).map(Some),
             Inner::Cells(s) => s.describe(path).map(Some),
+            Inner::CellsMcc(s) => s.describe(path),
         }
     }
     /// Walks one random path from the root of the search tree, as the
@@ -646,6 +677,7 @@ impl Solver {
             Inner::CellsNarrow(s) => s.probe(choose),
             Inner::CellsInCache(s) => s.probe(choose),
             Inner::Cells(s) => s.probe(choose),
+            Inner::CellsMcc(s) => s.probe(choose),
         }
     }
 }

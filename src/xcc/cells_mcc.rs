@@ -1,0 +1,1212 @@
+//! Algorithm M on sparse sets, after Knuth's SSMCC (SSXCC-BINARY extended
+//! to DLX3's multiplicities by Filip Stappers): the cells engine's search
+//! for problems whose primary items have bounds `u:v|`. It owns its arrays
+//! and its search; `cells.rs` keeps SSXCC's (d-way branching, no bounds),
+//! whose hot path this file leaves untouched.
+//!
+//! Data, as in SSMCC: `set` holds, for each item `x`, its residual bound
+//! less its slack at `x - 4` (primary items), its `slack` (`v - u`, constant) at `x - 3`,
+//! its position in the active list at `x - 2`, its size at `x - 1`, and its
+//! active options' cells from `x` on; `item` is the sparse-set active list;
+//! `nd` the options, a cell per item occurrence, spacers between them.
+//!
+//! The search branches two ways, as SSMCC does: a node picks an item (the
+//! smallest score `size + min(slack, bound) - bound + 1`, then the smaller
+//! `min(slack, bound)`, the longer set, the earlier item) and one of its
+//! options; its left child *includes* the option (its items' bounds drop,
+//! an item whose bound reaches 0 hides its other options, a secondary item
+//! hides those of other colors), its right child *removes* it and chooses
+//! again (the item may then take no more options: when its set is empty
+//! while its bound is within its slack, it just leaves the active list).
+//! Items with score 1 must take every option left: they are forced, one
+//! node per option, without a right child. Nodes, solutions and updates
+//! (removals of an option from an item's set) are counted where SSMCC
+//! counts them; a swap out of the active list is no update here.
+//!
+//! # Orders and tasks
+//!
+//! [`Order::Ssxcc`] makes SSMCC's own choices: the branching option is the
+//! first of the item's set, the forced item the last one pushed, and a
+//! failing inclusion counts the updates it made before it failed. A run
+//! from the root then counts exactly SSMCC's solutions, nodes and updates
+//! (bench/ssmcc-reference.tsv). Those choices depend on the order of the
+//! sparse sets, hence on the history of the search, so that order runs
+//! whole searches only: it declines give-aways, stops at a checkpoint
+//! request without leaving tasks, and refuses a task other than the root.
+//!
+//! [`Order::Exact`] (the default) makes them from the node alone: the
+//! option with the smallest cell (the problem's option order), the smallest
+//! active forced item, and a failing inclusion leaves out the updates of
+//! the set walk that failed (which options it hid before failing depends
+//! on the set's order; what every complete walk hides does not). Its tree
+//! differs from SSMCC's (another option first), so its counts do
+//! (bench/cells-reference.tsv), but a search cut into tasks counts exactly
+//! what it counts in one piece. A level's alternatives are named by rank:
+//! 0 includes the node's option, 1 removes it (a forced level has only 0).
+//! A give-away hands out the right child of the shallowest level still on
+//! its left one; a checkpoint leaves the node, then every untried right
+//! child, deepest first.
+
+use std::sync::atomic::Ordering;
+
+use super::cells::Order;
+use super::problem::Problem;
+use super::search::{
+    Exit, Outcome, PathNode, Probe, ProbeEnd, ProgressView, RunConfig, RunError, SolutionView,
+    Stats, Status, TaskError,
+};
+use super::task::{Cut, Decision, Task, ALL};
+
+/// An item occurrence (`itm > 0`, `loc` its slot in the item's set) or a
+/// spacer (`itm <= 0`).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+struct Cell {
+    itm: i32,
+    loc: u32,
+}
+
+/// One saved item: its size and need, restored on backtracking.
+#[derive(Clone, Copy, Debug, Default)]
+struct Saved {
+    item: u32,
+    size: u32,
+    need: i32,
+}
+
+/// The arrays the set walks work on, as raw pointers taken once per step.
+#[derive(Clone, Copy)]
+struct Sets {
+    set: *mut u32,
+    item: *mut u32,
+    nd: *mut Cell,
+    head: *const u32,
+    clr: *const u32,
+    second: u32,
+    #[cfg(debug_assertions)]
+    lens: (usize, usize, usize),
+}
+
+impl Sets {
+    #[inline(always)]
+    unsafe fn s(self, i: u32) -> u32 {
+        #[cfg(debug_assertions)]
+        debug_assert!((i as usize) < self.lens.0);
+        *self.set.add(i as usize)
+    }
+    #[inline(always)]
+    unsafe fn put(self, i: u32, v: u32) {
+        #[cfg(debug_assertions)]
+        debug_assert!((i as usize) < self.lens.0);
+        *self.set.add(i as usize) = v;
+    }
+    #[inline(always)]
+    unsafe fn cell(self, n: u32) -> Cell {
+        #[cfg(debug_assertions)]
+        debug_assert!((n as usize) < self.lens.2);
+        *self.nd.add(n as usize)
+    }
+    #[inline(always)]
+    unsafe fn set_loc(self, n: u32, loc: u32) {
+        #[cfg(debug_assertions)]
+        debug_assert!((n as usize) < self.lens.2);
+        (*self.nd.add(n as usize)).loc = loc;
+    }
+
+    /// Swaps item `x`, at position `p`, with the last active one, and
+    /// shortens the active list.
+    #[inline(always)]
+    unsafe fn deactivate(self, x: u32, p: u32, active: &mut u32) {
+        *active -= 1;
+        let a = *active;
+        #[cfg(debug_assertions)]
+        debug_assert!((p as usize) < self.lens.1 && (a as usize) < self.lens.1);
+        let other = *self.item.add(a as usize);
+        *self.item.add(a as usize) = x;
+        *self.item.add(p as usize) = other;
+        self.put(x - POS as u32, a);
+        self.put(other - POS as u32, p);
+    }
+
+    /// Moves cell `nn` (at slot `p` of item `ii`'s set) just past the set's
+    /// new size `ss`.
+    #[inline(always)]
+    unsafe fn drop_cell(self, ii: u32, ss: u32, nn: u32, p: u32, updates: &mut u64) {
+        let last = ii + ss;
+        let nnp = self.s(last);
+        self.put(ii - SIZE as u32, ss);
+        self.put(last, nn);
+        self.put(p, nnp);
+        self.set_loc(nn, last);
+        self.set_loc(nnp, p);
+        *updates += 1;
+    }
+
+    /// Takes the option of cell `optp` out of the sets of all its items but
+    /// purified secondary ones; a primary item left with no option leaves
+    /// the active list. False when a primary item would be left with fewer
+    /// options than its bound needs (the removal stops there).
+    #[inline(always)]
+    unsafe fn hide(self, optp: u32, active: &mut u32, updates: &mut u64) -> bool {
+        let second = self.second;
+        let mut nn = *self.head.add(optp as usize);
+        loop {
+            let Cell { itm, loc: p } = self.cell(nn);
+            if itm <= 0 {
+                return true;
+            }
+            let ii = itm as u32;
+            let secondary = p >= second;
+            if secondary && self.s(ii - POS as u32) >= *active {
+                nn += 1;
+                continue;
+            }
+            let ss = self.s(ii - SIZE as u32) as i32 - 1;
+            if !secondary {
+                if ss < self.s(ii - NEED as u32) as i32 {
+                    return false;
+                }
+                if ss == 0 {
+                    let pp = self.s(ii - POS as u32);
+                    self.deactivate(ii, pp, active);
+                    nn += 1;
+                    continue;
+                }
+            }
+            if ss > 0 {
+                self.drop_cell(ii, ss as u32, nn, p, updates);
+            }
+            nn += 1;
+        }
+    }
+
+    /// SSMCC's `include_option` (see [`CellsMcc::include`]); with `exact`,
+    /// a failing set walk's updates are taken back off the count.
+    #[inline(always)]
+    unsafe fn include(self, opt: u32, active: &mut u32, updates: &mut u64, exact: bool) -> bool {
+        let second = self.second;
+        let mut o = *self.head.add(opt as usize);
+        loop {
+            let Cell { itm, loc: pp } = self.cell(o);
+            if itm <= 0 {
+                return true;
+            }
+            let ii = itm as u32;
+            let p = self.s(ii - POS as u32);
+            if p >= *active {
+                // A purified secondary item (a primary item of an active
+                // option is active).
+                debug_assert!(ii >= second, "primary item of an active option inactive");
+                o += 1;
+                continue;
+            }
+            let primary = ii < second;
+            // The item's new `need` (bound - slack), and whether its bound
+            // reached 0.
+            let (need, done) = if primary {
+                let need = self.s(ii - NEED as u32) as i32 - 1;
+                self.put(ii - NEED as u32, need as u32);
+                (need, need + self.s(ii - SLACK as u32) as i32 == 0)
+            } else {
+                (0, true)
+            };
+            if done {
+                let ss = self.s(ii - SIZE as u32);
+                let c = if primary {
+                    0
+                } else {
+                    *self.clr.add(o as usize)
+                };
+                let start = *updates;
+                let mut s = ii + ss;
+                while s > ii {
+                    s -= 1;
+                    if s == pp {
+                        continue;
+                    }
+                    let optp = self.s(s);
+                    if (c == 0 || *self.clr.add(optp as usize) != c)
+                        && !self.hide(optp, active, updates)
+                    {
+                        if exact {
+                            // Which options the walk hid before it failed
+                            // depends on the set's order: not counted.
+                            *updates = start;
+                        }
+                        return false;
+                    }
+                }
+                let p = self.s(ii - POS as u32);
+                self.deactivate(ii, p, active);
+            } else {
+                let ss = self.s(ii - SIZE as u32) as i32 - 1;
+                if ss < need {
+                    return false;
+                }
+                if ss == 0 {
+                    self.deactivate(ii, p, active);
+                } else {
+                    self.drop_cell(ii, ss as u32, o, pp, updates);
+                }
+            }
+            o += 1;
+        }
+    }
+}
+
+const NONE: u32 = u32::MAX;
+/// No alternative to try at a node (a solution, a pruned node).
+const NO_ALT: Decision = Decision::MAX;
+/// The offsets of an item's fields before its set: `need` is SSMCC's
+/// residual `bound` minus the item's `slack` (the options it must still
+/// take), kept rather than the bound so that the check of every removal
+/// (`size - 1 < bound - slack`) reads one field.
+const NEED: usize = 4;
+const SLACK: usize = 3;
+const POS: usize = 2;
+const SIZE: usize = 1;
+
+pub(crate) struct CellsMcc {
+    nd: Vec<Cell>,
+    /// The first cell of each cell's option.
+    head: Vec<u32>,
+    clr: Vec<u32>,
+    set: Vec<u32>,
+    item: Vec<u32>,
+    nd0: Vec<Cell>,
+    set0: Vec<u32>,
+    item0: Vec<u32>,
+    /// Active items at the root (optionless ones made inactive, as SSMCC).
+    active0: u32,
+    /// Items `x < second` are primary.
+    second: u32,
+    node_option: Vec<u32>,
+    exact: bool,
+    /// A primary item has fewer options than its lower bound: SSMCC does
+    /// not search at all; here the root is a dead end.
+    bad: bool,
+    active: u32,
+    updates: u64,
+    force: Vec<u32>,
+    save: Vec<Saved>,
+    /// The save stack's worst case ([`save_entries`]): it never grows past it.
+    save_limit: usize,
+    /// Bytes the save stack could not get (see [`CellsMcc::grow_save`]).
+    out_of_memory: Option<u64>,
+    // Per level.
+    /// Start of the level's entries on `save`, and how many.
+    saved: Box<[usize]>,
+    saved_len: Box<[usize]>,
+    /// The option's cell the level includes or removes.
+    choice: Box<[u32]>,
+    /// 1 for a forced level, 2 for a branching one.
+    degree: Box<[Decision]>,
+    /// The alternative being explored: 0 include, 1 remove.
+    alt: Box<[Decision]>,
+    lo: Box<[Decision]>,
+    hi: Box<[Decision]>,
+    unit: Box<[f64]>,
+    /// Options included above each level (SSMCC's stage).
+    stage: Box<[usize]>,
+    /// The included cells, by stage.
+    chosen: Box<[u32]>,
+    // Per run.
+    stats: Stats,
+    base: usize,
+    count_base: bool,
+    replay_mark: Option<u64>,
+    task_weight: f64,
+    given_weight: f64,
+    countdown: u64,
+    plain_count: bool,
+    cuts: Vec<Cut>,
+    ranks: Vec<Decision>,
+}
+
+/// How a node goes on: its item and whether it is forced, or a solution.
+enum Pick {
+    Solution,
+    Item(u32, bool),
+}
+
+impl CellsMcc {
+    pub(crate) fn new(problem: &Problem, order: Order) -> CellsMcc {
+        let items = problem.items();
+        let n = items.len();
+        let order_of: Vec<usize> = (0..n)
+            .filter(|&i| items[i].is_primary())
+            .chain((0..n).filter(|&i| !items[i].is_primary()))
+            .collect();
+        // SSMCC ignores options without primary items: no search takes
+        // them, and hiding them would count updates SSMCC does not make.
+        let kept: Vec<bool> = problem
+            .options()
+            .iter()
+            .enumerate()
+            .map(|(k, o)| !problem.is_dropped(k) && o.iter().any(|e| items[e.item].is_primary()))
+            .collect();
+        let mut size = vec![0u32; n];
+        for (k, option) in problem.options().iter().enumerate() {
+            if kept[k] {
+                for e in option {
+                    size[e.item] += 1;
+                }
+            }
+        }
+        let mut base_of = vec![0u32; n];
+        let mut set: Vec<u32> = Vec::with_capacity(problem.entries() + 4 * n);
+        let mut item: Vec<u32> = Vec::with_capacity(n);
+        let mut second = None;
+        let mut bad = false;
+        for (k, &i) in order_of.iter().enumerate() {
+            let (bound, slack) = match items[i].kind {
+                super::problem::ItemKind::Primary { min, max } => (max as i32, (max - min) as i32),
+                super::problem::ItemKind::Secondary => {
+                    if second.is_none() {
+                        second = Some(set.len() as u32 + 4);
+                    }
+                    (1, 0)
+                }
+            };
+            if items[i].is_primary() && (size[i] as i32) < bound - slack {
+                bad = true;
+            }
+            set.push((bound - slack) as u32);
+            set.push(slack as u32);
+            set.push(k as u32);
+            set.push(size[i]);
+            base_of[i] = set.len() as u32;
+            item.push(set.len() as u32);
+            set.resize(set.len() + size[i] as usize, 0);
+        }
+        let second = second.unwrap_or(set.len() as u32 + 4);
+        let mut fill = vec![0u32; n];
+        let mut nd = vec![Cell::default()];
+        let mut head = vec![0u32];
+        let mut clr = vec![0u32];
+        let mut node_option = vec![u32::MAX];
+        for (index, option) in problem.options().iter().enumerate() {
+            if !kept[index] {
+                continue;
+            }
+            let first = nd.len() as u32;
+            for e in option {
+                let x = base_of[e.item];
+                let loc = x + fill[e.item];
+                fill[e.item] += 1;
+                set[loc as usize] = nd.len() as u32;
+                nd.push(Cell { itm: x as i32, loc });
+                head.push(first);
+                clr.push(e.color.map_or(0, |c| c + 1));
+                node_option.push(index as u32);
+            }
+            nd.push(Cell {
+                itm: -(option.len() as i32),
+                loc: 0,
+            });
+            head.push(first);
+            clr.push(0);
+            node_option.push(u32::MAX);
+        }
+        // SSMCC's "make optionless items invisible": pushed from the last
+        // item down, popped from the first up, each swapped out in turn.
+        let mut active = n as u32;
+        let optionless: Vec<u32> = item
+            .iter()
+            .copied()
+            .filter(|&x| set[x as usize - SIZE] == 0)
+            .collect();
+        for x in optionless {
+            let p = set[x as usize - POS];
+            active -= 1;
+            let other = item[active as usize];
+            item[active as usize] = x;
+            item[p as usize] = other;
+            set[x as usize - POS] = active;
+            set[other as usize - POS] = p;
+        }
+        let depth = kept.iter().filter(|&&k| k).count() + 2;
+        CellsMcc {
+            nd0: nd.clone(),
+            set0: set.clone(),
+            item0: item.clone(),
+            nd,
+            head,
+            clr,
+            set,
+            item,
+            active0: active,
+            second,
+            node_option,
+            exact: order == Order::Exact,
+            bad,
+            active,
+            updates: 0,
+            force: Vec::with_capacity(problem.entries() + 1),
+            save: Vec::new(),
+            save_limit: usize::try_from(save_entries(problem)).unwrap_or(usize::MAX),
+            out_of_memory: None,
+            saved: vec![0; depth + 1].into_boxed_slice(),
+            saved_len: vec![0; depth + 1].into_boxed_slice(),
+            choice: vec![0; depth].into_boxed_slice(),
+            degree: vec![0; depth].into_boxed_slice(),
+            alt: vec![0; depth].into_boxed_slice(),
+            lo: vec![0; depth].into_boxed_slice(),
+            hi: vec![0; depth].into_boxed_slice(),
+            unit: vec![0.0; depth].into_boxed_slice(),
+            stage: vec![0; depth + 1].into_boxed_slice(),
+            chosen: vec![0; depth].into_boxed_slice(),
+            stats: Stats::default(),
+            base: 0,
+            count_base: true,
+            replay_mark: None,
+            task_weight: 1.0,
+            given_weight: 0.0,
+            countdown: 0,
+            plain_count: true,
+            cuts: Vec::new(),
+            ranks: Vec::new(),
+        }
+    }
+
+    pub(crate) fn order(&self) -> Order {
+        if self.exact {
+            Order::Exact
+        } else {
+            Order::Ssxcc
+        }
+    }
+
+    pub(crate) fn algorithm(&self) -> &'static str {
+        "M"
+    }
+
+    fn reset(&mut self) {
+        self.nd.copy_from_slice(&self.nd0);
+        self.set.copy_from_slice(&self.set0);
+        self.item.copy_from_slice(&self.item0);
+        self.active = self.active0;
+        self.force.clear();
+        self.save.clear();
+        self.saved[0] = 0;
+        self.stage[0] = 0;
+        self.updates = 0;
+    }
+
+    // ----- The sparse sets -----
+    //
+    // The steps below run hundreds of millions of times on the larger
+    // benchmarks. They read and write the arrays through raw pointers
+    // taken once per step (`Sets`), with the active count and the update
+    // counter in locals: every index is an item (`x` with its fields at
+    // `x - 4 .. x`), a cell of `nd` or a slot of an item's set, all built in
+    // bounds by `CellsMcc::new` and only ever permuted within their item's
+    // set since (debug builds check them). Bounds-checked indexing through
+    // `self` made the compiler reload `active` and the arrays' addresses
+    // after every store (rowcol7k2 about a third slower).
+
+    #[inline(always)]
+    fn sets(&mut self) -> Sets {
+        Sets {
+            set: self.set.as_mut_ptr(),
+            item: self.item.as_mut_ptr(),
+            nd: self.nd.as_mut_ptr(),
+            head: self.head.as_ptr(),
+            clr: self.clr.as_ptr(),
+            second: self.second,
+            #[cfg(debug_assertions)]
+            lens: (self.set.len(), self.item.len(), self.nd.len()),
+        }
+    }
+
+    #[inline(always)]
+    fn size(&self, x: u32) -> u32 {
+        self.set[x as usize - SIZE]
+    }
+    #[inline(always)]
+    fn pos(&self, x: u32) -> u32 {
+        self.set[x as usize - POS]
+    }
+
+    /// SSMCC's "remove `optp` from its other sets" (and "remove the option
+    /// `cur_choice`"); see [`Sets::hide`].
+    fn hide(&mut self, optp: u32) -> bool {
+        let sets = self.sets();
+        let (mut active, mut updates) = (self.active, self.updates);
+        // SAFETY: `optp` is a cell of an option; the arrays are this
+        // engine's (see above).
+        let ok = unsafe { sets.hide(optp, &mut active, &mut updates) };
+        (self.active, self.updates) = (active, updates);
+        ok
+    }
+
+    /// SSMCC's `include_option`: takes the option of cell `opt`, lowering
+    /// its primary items' bounds; an item whose bound reaches 0, and a
+    /// secondary item, hide their conflicting options and leave the active
+    /// list. False (the force stack cleared) when that leaves a primary item
+    /// with too few options.
+    fn include(&mut self, opt: u32) -> bool {
+        let sets = self.sets();
+        let (mut active, mut updates) = (self.active, self.updates);
+        // SAFETY: as for `hide`.
+        let ok = unsafe { sets.include(opt, &mut active, &mut updates, self.exact) };
+        (self.active, self.updates) = (active, updates);
+        if !ok {
+            self.force.clear();
+        }
+        ok
+    }
+
+    /// SSMCC's choice of the item to branch on: every active primary item
+    /// of score 1 goes on the force stack (once per option it must take);
+    /// otherwise the best score. `NONE` when no item is left to branch on.
+    fn choose(&mut self) -> u32 {
+        // SSMCC's order (the smallest score, then the smallest
+        // `min(slack, bound)`, the longest set, the earliest item) as one
+        // key, so that the minimum is taken without a branch per item that
+        // the predictor misses (every field fits 32 bits).
+        let mut best = u128::MAX;
+        let set = self.set.as_ptr();
+        let second = self.second;
+        for &x in &self.item[..self.active as usize] {
+            if x >= second {
+                continue;
+            }
+            // SAFETY: active entries are items.
+            let (need, slack, size) = unsafe {
+                (
+                    *set.add(x as usize - NEED) as i32,
+                    *set.add(x as usize - SLACK) as i32,
+                    *set.add(x as usize - SIZE),
+                )
+            };
+            let b = need + slack;
+            let s = slack.min(b);
+            let t = (size as i32 + s - b + 1) as u32;
+            if t == 1 {
+                for _ in 0..need.max(0) {
+                    self.force.push(x);
+                }
+            } else {
+                let key = u128::from(t) << 96
+                    | u128::from(s as u32) << 64
+                    | u128::from(!size) << 32
+                    | u128::from(x);
+                best = best.min(key);
+            }
+        }
+        if best == u128::MAX {
+            NONE
+        } else {
+            best as u32
+        }
+    }
+
+    #[inline(always)]
+    fn take_smallest_forced(&mut self) -> Option<u32> {
+        match self.force.len() {
+            0 => return None,
+            1 => {
+                // The common case, without the scan.
+                let x = self.force.pop()?;
+                return (self.pos(x) < self.active).then_some(x);
+            }
+            _ => {}
+        }
+        self.take_smallest_of_many()
+    }
+
+    #[inline(never)]
+    fn take_smallest_of_many(&mut self) -> Option<u32> {
+        let mut k = 0;
+        let mut best: Option<usize> = None;
+        while k < self.force.len() {
+            let x = self.force[k];
+            if self.pos(x) >= self.active {
+                self.force.swap_remove(k);
+                continue;
+            }
+            if best.is_none_or(|b| x < self.force[b]) {
+                best = Some(k);
+            }
+            k += 1;
+        }
+        best.map(|b| self.force.swap_remove(b))
+    }
+
+    /// The node's item, as SSMCC's step "forward" picks it.
+    #[inline(always)]
+    fn pick(&mut self) -> Pick {
+        if self.exact {
+            if let Some(x) = self.take_smallest_forced() {
+                return Pick::Item(x, true);
+            }
+            let best = self.choose();
+            if let Some(x) = self.take_smallest_forced() {
+                return Pick::Item(x, true);
+            }
+            return if best == NONE {
+                Pick::Solution
+            } else {
+                Pick::Item(best, false)
+            };
+        }
+        while let Some(x) = self.force.pop() {
+            if self.pos(x) < self.active {
+                return Pick::Item(x, true);
+            }
+        }
+        let best = self.choose();
+        if let Some(x) = self.force.pop() {
+            return Pick::Item(x, true);
+        }
+        if best == NONE {
+            Pick::Solution
+        } else {
+            Pick::Item(best, false)
+        }
+    }
+
+    /// The option of `x` the node includes, then removes: SSMCC's first of
+    /// the set, or (`Order::Exact`) the smallest cell.
+    #[inline(always)]
+    fn option_of(&self, x: u32) -> u32 {
+        if self.exact {
+            let s = &self.set[x as usize..(x + self.size(x)) as usize];
+            s.iter().fold(u32::MAX, |m, &c| m.min(c))
+        } else {
+            self.set[x as usize]
+        }
+    }
+
+    /// SSMCC's "save the currently active items and their sizes and
+    /// bounds", for `level`.
+    #[inline(always)]
+    /// False when the stack could not grow (the search then stops, and the
+    /// run answers `OutOfMemory`).
+    fn save_state(&mut self, level: usize) -> bool {
+        let start = self.saved[level];
+        let active = self.active as usize;
+        if self.save.len() < start + active && !self.grow_save(start + active) {
+            return false;
+        }
+        let set = self.set.as_ptr();
+        let save = &mut self.save[start..start + active];
+        for (slot, &x) in save.iter_mut().zip(&self.item[..active]) {
+            // SAFETY: active entries are items.
+            unsafe {
+                *slot = Saved {
+                    item: x,
+                    size: *set.add(x as usize - SIZE),
+                    need: *set.add(x as usize - NEED) as i32,
+                };
+            }
+        }
+        self.saved_len[level] = active;
+        true
+    }
+
+    /// Makes the save stack `needed` entries long. Its capacity doubles, as a
+    /// `Vec`'s would, but never past `save_limit`, and an allocation that
+    /// fails is noted in `out_of_memory`, not an abort (as in `cells.rs`).
+    #[cold]
+    #[inline(never)]
+    fn grow_save(&mut self, needed: usize) -> bool {
+        if needed > self.save.capacity() {
+            let wanted = needed
+                .max(self.save.capacity().saturating_mul(2))
+                .min(self.save_limit.max(needed));
+            let more = wanted - self.save.len();
+            if self.save.try_reserve_exact(more).is_err() {
+                self.out_of_memory = Some((wanted * std::mem::size_of::<Saved>()) as u64);
+                return false;
+            }
+        }
+        self.save.resize(needed, Saved::default());
+        true
+    }
+
+    #[inline(always)]
+    fn restore_state(&mut self, level: usize) {
+        let start = self.saved[level];
+        let len = self.saved_len[level];
+        self.active = len as u32;
+        let set = self.set.as_mut_ptr();
+        for &Saved { item, size, need } in &self.save[start..start + len] {
+            // SAFETY: saved entries are items. (A secondary item's bound
+            // is never read: writing it back saves a branch.)
+            unsafe {
+                *set.add(item as usize - SIZE) = size;
+                *set.add(item as usize - NEED) = need as u32;
+            }
+        }
+    }
+
+    // ----- Runs -----
+
+    pub(crate) fn run<V: super::search::Visitor>(
+        &mut self,
+        task: &Task,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Result<Outcome, RunError> {
+        self.reset();
+        self.stats = Stats::default();
+        self.out_of_memory = None;
+        self.base = task.path.len();
+        self.count_base = task.path.is_empty() && task.from == 0 && task.to == ALL;
+        self.replay_mark = None;
+        self.task_weight = task.weight;
+        self.given_weight = 0.0;
+        self.countdown = config.poll_interval.max(1);
+        self.plain_count = config.counts_plainly();
+        self.cuts.clone_from(&task.cuts);
+        if config.max_solutions == Some(0) {
+            return Ok(Outcome {
+                status: Status::SolutionLimit,
+                stats: Stats::default(),
+                remaining: Vec::new(),
+            });
+        }
+        let whole = task.path.is_empty() && task.from == 0 && task.to == ALL;
+        if self.base + 2 > self.choice.len() || (!self.exact && !whole) {
+            // SSMCC's own order names no subtree but the root's (see the
+            // module's doc).
+            return Err(TaskError {
+                level: 0,
+                position: task.path.first().copied().unwrap_or(task.from),
+            }
+            .into());
+        }
+        let result = self.search(task, config, visitor);
+        let replay = self.replay_mark.unwrap_or(self.updates);
+        self.stats.updates = self.updates - replay;
+        self.stats.replay_updates = replay;
+        let (status, remaining) = result?;
+        if let Some(bytes) = self.out_of_memory.take() {
+            return Err(RunError::OutOfMemory(super::memory::OutOfMemory {
+                engine: super::search::Engine::Cells,
+                bytes,
+            }));
+        }
+        Ok(Outcome {
+            status,
+            stats: std::mem::take(&mut self.stats),
+            remaining,
+        })
+    }
+
+    /// Enters level `level + 1` from `level`, by alternative `alt`.
+    #[inline(always)]
+    fn descend(&mut self, level: usize, alt: Decision) {
+        let stage = self.stage[level];
+        if alt == 0 {
+            self.chosen[stage] = self.choice[level];
+            self.stage[level + 1] = stage + 1;
+            self.saved[level + 1] = self.saved[level] + self.saved_len[level];
+        } else {
+            // SSMCC reuses the stage's save: the level above is done with it.
+            self.stage[level + 1] = stage;
+            self.saved[level + 1] = self.saved[level];
+        }
+    }
+
+    /// SSMCC's main loop with task ranges: forward (a node), advance (its
+    /// left child), purgeit (its right child), backup.
+    fn search<V: super::search::Visitor>(
+        &mut self,
+        task: &Task,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Result<(Status, Vec<Task>), TaskError> {
+        let mut level = 0usize;
+        let exit = 'forward: loop {
+            if let Some(exit) = self.enter_node(level, config, visitor) {
+                break self.finish(exit, level, task);
+            }
+            // The first alternative to try (`NO_ALT`: back up at once).
+            let mut alt = NO_ALT;
+            if self.bad {
+                // The root of a problem with an item short of options: a
+                // dead end (SSMCC does not search at all; a node here, as
+                // on SSXCC's cells, so that every tree has one).
+                if level < self.base {
+                    return Err(TaskError {
+                        level,
+                        position: task.path[level],
+                    });
+                }
+            } else if config.check_partial && level > self.base && !self.accepts(level, visitor) {
+                self.force.clear();
+            } else {
+                match self.pick() {
+                    Pick::Solution => {
+                        if level < self.base {
+                            // The path goes on below a solution.
+                            return Err(TaskError {
+                                level,
+                                position: task.path[level],
+                            });
+                        }
+                        if level == self.base && task.from > 0 {
+                            // The node's only "alternative" is itself.
+                            break self.finish(Exit::Done, level, task);
+                        }
+                        if let Some(exit) = self.record(level, config, visitor) {
+                            break self.finish(exit, level, task);
+                        }
+                    }
+                    Pick::Item(best, forced) => {
+                        let degree = if forced {
+                            self.saved_len[level] = 0;
+                            1
+                        } else if self.save_state(level) {
+                            2
+                        } else {
+                            break self.finish(Exit::Stop(Status::Stopped), level, task);
+                        };
+                        self.choice[level] = self.option_of(best);
+                        if level < self.base && task.path[level] >= degree {
+                            return Err(TaskError {
+                                level,
+                                position: task.path[level],
+                            });
+                        }
+                        self.enter_level(level, task, degree);
+                        alt = self.lo[level];
+                    }
+                }
+            }
+            loop {
+                // Advance: the alternatives of `level` from `alt` on, the
+                // left child (include) first, then the right (remove).
+                while alt < self.hi[level] {
+                    self.alt[level] = alt;
+                    let cur = self.choice[level];
+                    let ok = if alt == 0 {
+                        self.include(cur)
+                    } else {
+                        // The node's state (a no-op when the left child
+                        // was not this run's).
+                        self.restore_state(level);
+                        self.hide(cur)
+                    };
+                    if ok {
+                        self.descend(level, alt);
+                        level += 1;
+                        if level + 1 >= self.choice.len() {
+                            // Each level takes or drops an option.
+                            unreachable!("more levels than options");
+                        }
+                        continue 'forward;
+                    }
+                    if level < self.base && (self.degree[level] > 1 || alt > 0) {
+                        // A branching alternative that fails is no node:
+                        // the path is not one of this tree.
+                        return Err(TaskError {
+                            level,
+                            position: task.path[level],
+                        });
+                    }
+                    alt += 1;
+                }
+                // Backup, as often as the level above has nothing left.
+                loop {
+                    if level == 0 {
+                        break 'forward self.finish(Exit::Done, 0, task);
+                    }
+                    level -= 1;
+                    alt = self.alt[level] + 1;
+                    if alt < self.hi[level] {
+                        break;
+                    }
+                }
+            }
+        };
+        Ok(exit)
+    }
+
+    #[inline(always)]
+    fn enter_level(&mut self, level: usize, task: &Task, degree: Decision) {
+        if level > self.base && self.cuts.is_empty() {
+            // The common case: every alternative is this run's.
+            self.lo[level] = 0;
+            self.hi[level] = degree;
+            self.degree[level] = degree;
+            self.alt[level] = 0;
+            return;
+        }
+        self.enter_task_level(level, task, degree);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn enter_task_level(&mut self, level: usize, task: &Task, degree: Decision) {
+        let (lo, hi) = if level < self.base {
+            (task.path[level], task.path[level].saturating_add(1))
+        } else if level == self.base {
+            (task.from, if task.to == ALL { degree } else { task.to })
+        } else {
+            (0, degree)
+        };
+        let hi = if self.cuts.is_empty() || level < self.base {
+            hi
+        } else {
+            self.cut_end(level, hi)
+        };
+        self.lo[level] = lo;
+        self.hi[level] = hi.min(degree);
+        self.degree[level] = degree;
+        self.alt[level] = lo;
+        if level == self.base {
+            self.unit[level] = if hi > lo {
+                task.weight / f64::from(hi - lo)
+            } else {
+                0.0
+            };
+        }
+    }
+
+    fn fill_units(&mut self, level: usize) {
+        for l in self.base + 1..level {
+            self.unit[l] = self.unit[l - 1] / f64::from(self.degree[l].max(1));
+        }
+    }
+
+    fn rank_path(&self, level: usize) -> Vec<Decision> {
+        self.alt[..level].to_vec()
+    }
+
+    fn cut_end(&self, level: usize, hi: Decision) -> Decision {
+        if !self.cuts.iter().any(|cut| cut.path.len() == level) {
+            return hi;
+        }
+        let ranks = self.rank_path(level);
+        self.cuts
+            .iter()
+            .filter(|cut| cut.path == ranks)
+            .fold(hi, |hi, cut| hi.min(cut.end))
+    }
+
+    fn cuts_within(&self, path: &[Decision], from: Decision, to: Decision) -> Vec<Cut> {
+        Cut::all_within(&self.cuts, path, from, to)
+    }
+
+    fn enter_node<V: super::search::Visitor>(
+        &mut self,
+        level: usize,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Option<Exit> {
+        if level > self.base && self.plain_count {
+            self.stats.count_plain_node(level);
+            self.countdown -= 1;
+            if self.countdown > 0 {
+                return None;
+            }
+            return self.poll(level, config, visitor);
+        }
+        if level < self.base || (level == self.base && !self.count_base) {
+            if level == self.base {
+                self.replay_mark = Some(self.updates);
+            }
+            return None;
+        }
+        if !self.stats.count_node(level, level - self.base, config) {
+            return Some(Exit::Stop(Status::NodeLimit));
+        }
+        if level == self.base {
+            self.replay_mark = Some(self.updates);
+            return None;
+        }
+        self.countdown -= 1;
+        if self.countdown > 0 {
+            return None;
+        }
+        self.poll(level, config, visitor)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn poll<V: super::search::Visitor>(
+        &mut self,
+        level: usize,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Option<Exit> {
+        self.countdown = config.poll_interval.max(1);
+        if let Some(flag) = &config.stop {
+            if flag.load(Ordering::Relaxed) {
+                return Some(Exit::Stop(Status::Stopped));
+            }
+        }
+        self.fill_units(level);
+        self.stats.updates = self.updates - self.replay_mark.unwrap_or_default();
+        let mut ranks = std::mem::take(&mut self.ranks);
+        ranks.clear();
+        ranks.extend_from_slice(&self.alt[..level]);
+        self.ranks = ranks;
+        let request = {
+            let view = ProgressView {
+                stats: &self.stats,
+                positions: &self.ranks,
+                degrees: &self.degree[..level],
+                done_weight: self.done_weight(level),
+                task_weight: self.task_weight - self.given_weight,
+            };
+            visitor.poll(&view)
+        };
+        if !self.exact && request == super::search::Request::Checkpoint {
+            // SSMCC's order leaves no tasks (see the module's doc).
+            return Some(Exit::Stop(Status::Stopped));
+        }
+        Exit::after_poll(request, visitor, || self.give_away(level))
+    }
+
+    fn done_weight(&self, level: usize) -> f64 {
+        if level <= self.base {
+            return 0.5 * (self.task_weight - self.given_weight);
+        }
+        let done: f64 = (self.base..level)
+            .map(|l| f64::from(self.alt[l] - self.lo[l]) * self.unit[l])
+            .sum();
+        done + 0.5 * self.unit[level - 1]
+    }
+
+    /// Gives away the right child of the shallowest level still exploring
+    /// its left one (with the right one in its range).
+    fn give_away(&mut self, level: usize) -> Option<Task> {
+        if !self.exact {
+            return None;
+        }
+        for l in self.base..level {
+            if self.alt[l] + 1 >= self.hi[l] {
+                continue;
+            }
+            let (from, to) = (self.alt[l] + 1, self.hi[l]);
+            let weight = self.unit[l] * f64::from(to - from);
+            self.hi[l] = from;
+            self.given_weight += weight;
+            let path = self.rank_path(l);
+            let cuts = self.cuts_within(&path, from, to);
+            return Some(Task {
+                path,
+                from,
+                to,
+                weight,
+                cuts,
+            });
+        }
+        None
+    }
+
+    fn remaining_tasks(&self, level: usize, task: &Task) -> Vec<Task> {
+        if level <= self.base {
+            return vec![task.clone()];
+        }
+        let ranks = self.rank_path(level);
+        let mut tasks = vec![Task {
+            cuts: self.cuts_within(&ranks, 0, ALL),
+            path: ranks.clone(),
+            from: 0,
+            to: ALL,
+            weight: self.unit[level - 1],
+        }];
+        for l in (self.base..level).rev() {
+            let (from, to) = (self.alt[l] + 1, self.hi[l]);
+            if from < to {
+                let path = &ranks[..l];
+                tasks.push(Task {
+                    path: path.to_vec(),
+                    from,
+                    to,
+                    weight: self.unit[l] * f64::from(to - from),
+                    cuts: self.cuts_within(path, from, to),
+                });
+            }
+        }
+        tasks
+    }
+
+    fn finish(&mut self, exit: Exit, level: usize, task: &Task) -> (Status, Vec<Task>) {
+        self.fill_units(level);
+        exit.finish(|| self.remaining_tasks(level, task))
+    }
+
+    fn accepts<V: super::search::Visitor>(&self, level: usize, visitor: &mut V) -> bool {
+        let stage = self.stage[level];
+        visitor.partial(&SolutionView::new(
+            &self.chosen[..stage],
+            &self.node_option,
+            0,
+        ))
+    }
+
+    fn record<V: super::search::Visitor>(
+        &mut self,
+        level: usize,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Option<Exit> {
+        let stage = self.stage[level];
+        let flow = visitor.solution(&SolutionView::new(
+            &self.chosen[..stage],
+            &self.node_option,
+            0,
+        ));
+        self.stats.count_solution(flow, config).map(Exit::Stop)
+    }
+
+    /// What `path` leads to: for Algorithm M, nothing (its alternatives
+    /// are not options alone), as on dancing links.
+    pub(crate) fn describe(&mut self, _path: &[Decision]) -> Result<Option<PathNode>, TaskError> {
+        Ok(None)
+    }
+
+    /// One random walk down the tree: at each node one of its one or two
+    /// alternatives (include, remove), as `choose` draws.
+    pub(crate) fn probe(&mut self, choose: &mut dyn FnMut(Decision) -> Decision) -> Probe {
+        self.reset();
+        let mut degrees = Vec::new();
+        if self.bad {
+            return Probe {
+                degrees,
+                end: ProbeEnd::DeadEnd,
+            };
+        }
+        let mut level = 0;
+        let end = loop {
+            let (best, forced) = match self.pick() {
+                Pick::Solution => break ProbeEnd::Solution,
+                Pick::Item(best, forced) => (best, forced),
+            };
+            let degree = if forced { 1 } else { 2 };
+            let cur = self.option_of(best);
+            let r = choose(degree).min(degree - 1);
+            degrees.push(degree);
+            let ok = if r == 0 {
+                self.include(cur)
+            } else {
+                self.hide(cur)
+            };
+            if !ok {
+                break ProbeEnd::Missing;
+            }
+            level += 1;
+            if level + 1 >= self.choice.len() {
+                break ProbeEnd::DeadEnd;
+            }
+        };
+        Probe { degrees, end }
+    }
+}
+
+/// The save stack's worst case: a level per option the search may include
+/// or remove (and two more), each saving at most every item.
+pub(crate) fn save_entries(problem: &Problem) -> u64 {
+    let levels = problem.options().len() as u64 + 2;
+    levels.saturating_mul(problem.items().len() as u64)
+}
+
+/// Bytes of one saved item.
+pub(crate) const SAVED_BYTES: u64 = std::mem::size_of::<Saved>() as u64;
