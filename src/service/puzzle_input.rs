@@ -82,35 +82,32 @@ impl PuzzleEncoder {
 /// A puzzle encoded, and the puzzle as given.
 pub type EncodedPuzzle = (Arc<dyn Encoded>, Puzzle);
 
-/// The kinds and their names in the API.
-const KINDS: [(Kind, pb::PuzzleKind); 7] = [
-    (Kind::Latin, pb::PuzzleKind::Latin),
-    (Kind::Futoshiki, pb::PuzzleKind::Futoshiki),
-    (Kind::Hitori, pb::PuzzleKind::Hitori),
-    (Kind::Hidato, pb::PuzzleKind::Hidato),
-    (Kind::Slitherlink, pb::PuzzleKind::Slitherlink),
-    (Kind::Sudoku, pb::PuzzleKind::Sudoku),
-    (Kind::Queens, pb::PuzzleKind::Queens),
-];
-
-pub fn kind(value: i32) -> Result<Kind, Status> {
-    KINDS
-        .iter()
-        .find(|(_, named)| *named as i32 == value && *named != pb::PuzzleKind::Unspecified)
-        .map(|&(kind, _)| kind)
-        .ok_or_else(|| {
-            status::invalid(format!(
-                "puzzle.kind: required, one of latin, futoshiki, hitori, hidato, slitherlink, sudoku, queens (got {value})"
-            ))
-        })
+/// A kind's name in the API. The kinds and their names are
+/// [`Kind::ALL`] and [`Kind::name`]; this is only their wire enum, an
+/// exhaustive match so a new kind cannot be forgotten here.
+pub fn kind_message(kind: Kind) -> pb::PuzzleKind {
+    match kind {
+        Kind::Latin => pb::PuzzleKind::Latin,
+        Kind::Futoshiki => pb::PuzzleKind::Futoshiki,
+        Kind::Hitori => pb::PuzzleKind::Hitori,
+        Kind::Hidato => pb::PuzzleKind::Hidato,
+        Kind::Slitherlink => pb::PuzzleKind::Slitherlink,
+        Kind::Sudoku => pb::PuzzleKind::Sudoku,
+        Kind::Queens => pb::PuzzleKind::Queens,
+    }
 }
 
-/// A kind's name in the API.
-pub fn kind_message(kind: Kind) -> pb::PuzzleKind {
-    KINDS
-        .iter()
-        .find(|(named, _)| *named == kind)
-        .map_or(pb::PuzzleKind::Unspecified, |&(_, message)| message)
+pub fn kind(value: i32) -> Result<Kind, Status> {
+    Kind::ALL
+        .into_iter()
+        .find(|&kind| kind_message(kind) as i32 == value)
+        .ok_or_else(|| {
+            let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+            status::invalid(format!(
+                "puzzle.kind: required, one of {} (got {value})",
+                names.join(", ")
+            ))
+        })
 }
 
 /// The message for a puzzle given as text (for clients of this API: the
