@@ -28,14 +28,22 @@ const MAX_BATCH: usize = 65_536;
 pub struct PuzzleApi {
     pool: Arc<Pool>,
     encoder: Arc<PuzzleEncoder>,
+    /// Solution batches buffered per EnumeratePuzzle stream
+    /// ([`ApiConfig::buffer_batches`](super::grpc::ApiConfig), as Enumerate's).
+    buffer_batches: usize,
 }
 
 impl PuzzleApi {
     /// Puzzle RPCs on `pool`, encoding puzzles with `encoder` (shared with
     /// the puzzle jobs of SolverService, so that one server builds at most
-    /// one encoding per core).
-    pub fn new(pool: Arc<Pool>, encoder: Arc<PuzzleEncoder>) -> PuzzleApi {
-        PuzzleApi { pool, encoder }
+    /// one encoding per core), buffering `buffer_batches` batches per
+    /// stream.
+    pub fn new(pool: Arc<Pool>, encoder: Arc<PuzzleEncoder>, buffer_batches: usize) -> PuzzleApi {
+        PuzzleApi {
+            pool,
+            encoder,
+            buffer_batches,
+        }
     }
 
     /// Starts a job on an encoded puzzle. The job carries the puzzle
@@ -205,7 +213,7 @@ impl PuzzleService for PuzzleApi {
             Delivery::CountOnly
         } else {
             Delivery::Stream {
-                buffer_batches: 8,
+                buffer_batches: self.buffer_batches,
                 batch_size,
             }
         };

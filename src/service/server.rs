@@ -268,10 +268,14 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         authenticate(config.api_keys.clone()),
     );
     let puzzles = InterceptedService::new(
-        PuzzleServiceServer::new(PuzzleApi::new(pool.clone(), encoder))
-            .max_decoding_message_size(max_message)
-            .accept_compressed(CompressionEncoding::Gzip)
-            .send_compressed(CompressionEncoding::Gzip),
+        PuzzleServiceServer::new(PuzzleApi::new(
+            pool.clone(),
+            encoder,
+            config.api.buffer_batches,
+        ))
+        .max_decoding_message_size(max_message)
+        .accept_compressed(CompressionEncoding::Gzip)
+        .send_compressed(CompressionEncoding::Gzip),
         authenticate(config.api_keys.clone()),
     );
     let (health, health_service) = tonic_health::server::health_reporter();
