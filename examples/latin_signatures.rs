@@ -316,7 +316,7 @@ pub async fn count_with(
             };
             config.pool = PoolConfig {
                 threads: options.threads.unwrap_or(config.pool.threads),
-                poll_nodes: options.poll_nodes,
+                poll_interval: options.poll_nodes,
                 ..PoolConfig::default()
             };
             let server = start(config).await?;

@@ -585,7 +585,7 @@ async fn durable_server(dir: &std::path::Path) -> xccd::service::server::Running
         listen: "127.0.0.1:0".parse().unwrap(),
         pool: xccd::service::PoolConfig {
             threads: 1,
-            poll_nodes: 1024,
+            poll_interval: 1024,
             ..xccd::service::PoolConfig::default()
         },
         data_dir: Some(dir.to_path_buf()),

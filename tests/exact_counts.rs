@@ -26,7 +26,7 @@ use xccd::xcc::{dlx_format, Collect, Engine, Problem, RunConfig, Solver, Stats, 
 const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
 
 /// Nodes between polls of the pool and of the cluster's runs.
-const POLL_NODES: u64 = 4;
+const POLL_INTERVAL: u64 = 4;
 
 /// The instances on the pool: those whose DLX2 tree has at most this many
 /// nodes (bench/knuth-reference.tsv; the cells trees are smaller).
@@ -182,7 +182,7 @@ async fn split_runs_count_exactly_what_one_thread_counts() {
     let started = Instant::now();
     let pool = Pool::new(PoolConfig {
         threads: 2,
-        poll_nodes: POLL_NODES,
+        poll_interval: POLL_INTERVAL,
         ..PoolConfig::default()
     });
     let mut runs = 0;
@@ -193,7 +193,7 @@ async fn split_runs_count_exactly_what_one_thread_counts() {
             let pooled = on_pool(&pool, &problem, engine).await;
             assert_eq!(
                 pooled.stats, alone.stats,
-                "{name} on {engine}: (solutions, nodes, updates, cleansings) on 2 threads polling every {POLL_NODES} nodes vs 1"
+                "{name} on {engine}: (solutions, nodes, updates, cleansings) on 2 threads polling every {POLL_INTERVAL} nodes vs 1"
             );
             assert!(
                 pooled.solutions == alone.solutions,
@@ -204,7 +204,7 @@ async fn split_runs_count_exactly_what_one_thread_counts() {
     }
     let pooled = started.elapsed();
 
-    let coordinator = server(0, POLL_NODES).await;
+    let coordinator = server(0, POLL_INTERVAL).await;
     let _worker = Worker::start(
         XCCD,
         coordinator.worker_addr.unwrap(),

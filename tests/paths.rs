@@ -179,7 +179,7 @@ fn cli_output(case: &Case, extra: &[&str]) -> String {
 async fn pool(case: &Case, encoded: &Arc<dyn Encoded>, threads: usize) -> Vec<String> {
     let pool = Pool::new(PoolConfig {
         threads,
-        poll_nodes: POLL_NODES,
+        poll_interval: POLL_NODES,
         ..PoolConfig::default()
     });
     let condition: Arc<dyn SideCondition> = encoded.clone();
@@ -309,7 +309,7 @@ async fn server(threads: usize) -> RunningServer {
         pool: PoolConfig {
             threads,
             max_jobs: 16,
-            poll_nodes: POLL_NODES,
+            poll_interval: POLL_NODES,
             ..PoolConfig::default()
         },
         cluster: ClusterConfig {

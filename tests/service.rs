@@ -840,7 +840,7 @@ async fn known_counts_end_to_end() {
 async fn split_searches_count_like_one_thread() {
     let _serial = SERIAL.lock().await;
     let mut config = config(8);
-    config.pool.poll_nodes = 32;
+    config.pool.poll_interval = 32;
     let server = serve(config).await;
     let mut client = connect(server.addr).await;
     for name in [
@@ -2695,7 +2695,7 @@ async fn small_calls_are_served_while_long_jobs_hold_every_worker_and_slot() {
 async fn enumerations_interrupted_by_small_calls_lose_nothing() {
     let _serial = SERIAL.lock().await;
     let mut cfg = config(4);
-    cfg.pool.poll_nodes = 64;
+    cfg.pool.poll_interval = 64;
     let server = serve(cfg).await;
     let pool = server.pool.clone();
     let latin = instance("latin5");

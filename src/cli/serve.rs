@@ -47,8 +47,8 @@ pub struct ServeArgs {
     pub no_worker_grace: f64,
     /// Nodes a running task explores between two looks at its job (stop,
     /// give-away, time slice), on local threads and remote workers.
-    #[arg(long, env = "XCCD_POLL_NODES", default_value_t = xccd::service::pool::POLL_NODES,
-          value_parser = clap::value_parser!(u64).range(1..=xccd::service::pool::MAX_POLL_NODES))]
+    #[arg(long, env = "XCCD_POLL_NODES", default_value_t = xccd::xcc::POLL_INTERVAL,
+          value_parser = clap::value_parser!(u64).range(1..=xccd::xcc::MAX_POLL_INTERVAL))]
     pub poll_nodes: u64,
     /// Address to serve Prometheus metrics on (`/metrics`).
     #[arg(long, env = "XCCD_METRICS_LISTEN")]
@@ -208,7 +208,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         ));
     }
     pool.max_attempts = args.max_attempts;
-    pool.poll_nodes = args.poll_nodes;
+    pool.poll_interval = args.poll_nodes;
     let seconds = |name: &str, value: f64| {
         if value.is_finite() && (0.01..=3600.0).contains(&value) {
             Ok(Duration::from_secs_f64(value))

@@ -61,7 +61,7 @@ impl Default for RunSpec {
             want_solutions: true,
             batch_size: 256,
             max_delay: Duration::ZERO,
-            poll_interval: 4096,
+            poll_interval: crate::xcc::POLL_INTERVAL,
             profile: false,
             stop: None,
             memo: None,

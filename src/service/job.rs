@@ -587,8 +587,8 @@ impl Job {
 
     /// How a run of this job's `work` goes: what it delivers and in what
     /// batches, and the limits left for it (`spent_nodes`: nodes the job
-    /// has explored so far), polled every `poll_nodes` nodes.
-    pub fn run_spec(&self, work: &QueuedTask, spent_nodes: u64, poll_nodes: u64) -> RunSpec {
+    /// has explored so far), polled every `poll_interval` nodes.
+    pub fn run_spec(&self, work: &QueuedTask, spent_nodes: u64, poll_interval: u64) -> RunSpec {
         let (want_solutions, batch_size) = match self.spec.delivery {
             Delivery::CountOnly => (false, usize::MAX),
             Delivery::Stream { batch_size, .. } => (true, batch_size.max(1)),
@@ -608,7 +608,7 @@ impl Job {
                 Delivery::Stream { .. } => STREAM_BATCH_DELAY,
                 Delivery::CountOnly | Delivery::Keep { .. } => Duration::ZERO,
             },
-            poll_interval: poll_nodes,
+            poll_interval,
             profile: false,
             stop: Some(self.stop.clone()),
             memo: self.spec.memo.map(|limit| crate::run::MemoRun {

@@ -22,6 +22,6 @@ pub use problem::{Problem, ProblemBuilder, ProblemError};
 pub use search::{
     Collect, CountOnly, Engine, Flow, Layout, Order, Outcome, PathNode, Probe, ProbeEnd,
     ProgressView, Request, RunConfig, RunError, SolutionView, Solver, Stats, Status, TaskError,
-    UnsupportedEngine, Visitor,
+    UnsupportedEngine, Visitor, MAX_POLL_INTERVAL, POLL_INTERVAL,
 };
 pub use task::{Cut, Decision, Task, ALL};

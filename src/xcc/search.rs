@@ -140,6 +140,15 @@ pub struct Outcome {
     pub remaining: Vec<Task>,
 }
 
+/// Nodes between two polls of a running search, by default: the one
+/// default of every layer's poll interval ([`RunConfig`], the run layer's
+/// `RunSpec`, the service's pool and `xccd serve --poll-nodes`). A poll is a
+/// few microseconds of work apart, so a stop or a give-away is noticed soon.
+pub const POLL_INTERVAL: u64 = 1024;
+/// The most nodes between two polls a server accepts: a run must notice a
+/// stop soon.
+pub const MAX_POLL_INTERVAL: u64 = 1 << 20;
+
 /// Limits and controls of one run.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -168,7 +177,7 @@ impl Default for RunConfig {
         RunConfig {
             max_solutions: None,
             max_nodes: None,
-            poll_interval: 4096,
+            poll_interval: POLL_INTERVAL,
             profile: false,
             stop: None,
             check_partial: false,

@@ -15,15 +15,15 @@ use xccd::service::PoolConfig;
 /// The worker token of the clusters the tests start.
 pub const TOKEN: &str = "tests-worker-token";
 
-/// A server with `threads` pool threads polling every `poll_nodes` nodes,
+/// A server with `threads` pool threads polling every `poll_interval` nodes,
 /// and with `threads == 0` a worker listener (a pure coordinator).
-pub async fn server(threads: usize, poll_nodes: u64) -> RunningServer {
+pub async fn server(threads: usize, poll_interval: u64) -> RunningServer {
     start(ServeConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         pool: PoolConfig {
             threads,
             max_jobs: 16,
-            poll_nodes,
+            poll_interval,
             ..PoolConfig::default()
         },
         cluster: ClusterConfig {

@@ -29,9 +29,10 @@ use super::proto::{
     worker_message::Kind as Out, AskKind, Instance, RunStatus,
 };
 use crate::run::{run_task, Batch, Control, Port, RunEnd, RunReport, RunSpec, Taken};
-use crate::service::pool::{LiveProgress, MAX_POLL_NODES, POLL_NODES};
+use crate::service::pool::LiveProgress;
 use crate::service::sync::Locked;
 use crate::xcc::{self, Engine, Problem, ProgressView, Solver, UnsupportedEngine};
+use crate::xcc::{MAX_POLL_INTERVAL, POLL_INTERVAL};
 
 /// How a worker runs.
 #[derive(Debug, Clone)]
@@ -561,8 +562,8 @@ fn run_lease(
     let spec = RunSpec {
         max_delay: FLUSH_EVERY,
         poll_interval: match lease.poll_nodes {
-            0 => POLL_NODES,
-            n => n.min(MAX_POLL_NODES),
+            0 => POLL_INTERVAL,
+            n => n.min(MAX_POLL_INTERVAL),
         },
         ..lease_spec(lease)
     };

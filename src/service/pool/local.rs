@@ -39,7 +39,7 @@ pub(super) fn worker(shared: Arc<Shared>, index: usize) {
         let (_, solver) = solvers
             .entry(job.id)
             .or_insert_with(|| (Arc::downgrade(&job), job.new_solver()));
-        let spec = job.run_spec(&work, spent_nodes, shared.poll_nodes);
+        let spec = job.run_spec(&work, spent_nodes, shared.poll_interval);
         let task = work.task.clone();
         let mut ledger = Ledger::new(work);
         let mut port = PoolPort {

@@ -16,7 +16,7 @@
 //!   take interactive tasks before any batch task. When interactive tasks
 //!   wait and no worker is idle, as many running batch tasks as there are
 //!   such tasks (and no more) yield at their next poll, within
-//!   [`POLL_NODES`] nodes rather than a time slice: each checkpoints like a
+//!   [`POLL_INTERVAL`] nodes rather than a time slice: each checkpoints like a
 //!   task whose slice is over (its remaining work goes back to the front of
 //!   its job's queue: nothing lost, nothing done twice) and its worker
 //!   takes the interactive task. Interactive runs are sliced only among
@@ -31,7 +31,7 @@
 //!   freed slot takes the interactive task.
 //! - **Load balance.** When a worker is idle and no task is queued, the pool
 //!   is *hungry*; busy workers see it at their next poll (every
-//!   [`POLL_NODES`] nodes) and give away the upper half of the untried
+//!   [`POLL_INTERVAL`] nodes) and give away the upper half of the untried
 //!   alternatives at their shallowest open level. However unbalanced the
 //!   tree, no worker stays idle while another has work it can split.
 //! - **Backpressure.** A streaming job's solutions go through a bounded
@@ -39,7 +39,7 @@
 //!   skipped until its consumer has made room; no worker blocks on a slow
 //!   client and the server's memory does not grow.
 //! - **Cancellation.** A job's stop flag is read by the engine every
-//!   [`POLL_NODES`] nodes, a few microseconds of work.
+//!   [`POLL_INTERVAL`] nodes, a few microseconds of work.
 //!
 //! Progress of a job is the weight of its finished work plus the estimates of
 //! its running tasks (Knuth's estimate inside each task), never reported
@@ -76,15 +76,12 @@ mod schedule;
 #[cfg(test)]
 mod tests;
 
+use crate::xcc::{MAX_POLL_INTERVAL, POLL_INTERVAL};
 pub(crate) use progress::LiveProgress;
 use progress::WorkerSlot;
 pub(crate) use schedule::stalled;
 use schedule::{remote_can_run, ScheduledJob, State};
 
-/// Nodes between two polls of a running task, by default.
-pub const POLL_NODES: u64 = 1024;
-/// The most nodes between two polls: a run must notice a stop soon.
-pub const MAX_POLL_NODES: u64 = 1 << 20;
 /// How long a task may keep its worker while another job waits.
 pub const TIME_SLICE: Duration = Duration::from_millis(10);
 /// How long an interactive job keeps its priority over batch jobs (from its
@@ -116,7 +113,7 @@ pub struct PoolConfig {
     /// give-away, time slice), on local threads and remote workers alike.
     /// Smaller splits small searches finer and answers sooner; each look
     /// costs about as much as a node.
-    pub poll_nodes: u64,
+    pub poll_interval: u64,
     /// The memory one run and all of the pool's runs may take (see
     /// [`super::memory`]).
     pub memory: MemoryLimits,
@@ -141,7 +138,7 @@ impl Default for PoolConfig {
             max_interactive_jobs: MAX_INTERACTIVE_JOBS,
             max_jobs_per_caller: 64,
             max_attempts: 3,
-            poll_nodes: POLL_NODES,
+            poll_interval: POLL_INTERVAL,
             memory: MemoryLimits::default(),
             no_worker_grace: NO_WORKER_GRACE,
         }
@@ -178,7 +175,7 @@ struct Shared {
     max_interactive_jobs: usize,
     max_jobs_per_caller: usize,
     max_attempts: u32,
-    poll_nodes: u64,
+    poll_interval: u64,
     memory: MemoryLimits,
     /// What running jobs' solvers may take, and what they are charged.
     budget: Budget,
@@ -231,7 +228,7 @@ impl Pool {
             max_interactive_jobs: config.max_interactive_jobs.max(1),
             max_jobs_per_caller: config.max_jobs_per_caller.max(1),
             max_attempts: config.max_attempts.max(1),
-            poll_nodes: config.poll_nodes.clamp(1, MAX_POLL_NODES),
+            poll_interval: config.poll_interval.clamp(1, MAX_POLL_INTERVAL),
             memory: config.memory,
             budget: Budget::new(config.memory.total),
             no_worker_grace: config.no_worker_grace,

@@ -183,8 +183,8 @@ impl Pool {
     }
 
     /// Nodes between two polls of a running task.
-    pub(crate) fn poll_nodes(&self) -> u64 {
-        self.shared.poll_nodes
+    pub(crate) fn poll_interval(&self) -> u64 {
+        self.shared.poll_interval
     }
 
     /// How often a task may be lost with its worker before its job fails.

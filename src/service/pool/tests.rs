@@ -60,7 +60,7 @@ async fn a_node_limit_stops_within_a_poll_of_it_and_says_so() {
     for threads in [1, 2] {
         let pool = Pool::new(PoolConfig {
             threads,
-            poll_nodes: 16,
+            poll_interval: 16,
             ..PoolConfig::default()
         });
         let whole = pool
@@ -146,7 +146,7 @@ async fn small_calls_are_admitted_apart_and_a_batch_run_yields_to_them() {
         max_jobs: 1,
         max_interactive_jobs: 2,
         max_jobs_per_caller: 1,
-        poll_nodes: 64,
+        poll_interval: 64,
         ..PoolConfig::default()
     });
     let big = Arc::new(crate::xcc::testing::queens(16));

@@ -56,13 +56,13 @@ impl Lease {
     /// report can be estimated from its rate (within 30%, as rates vary);
     /// else (silent, stalled) anywhere up to a heartbeat's step past it.
     /// Nodes are published at polls: a poll's worth more.
-    pub(super) fn point(&self, poll_nodes: u64, broke_now: bool) -> RunPoint {
+    pub(super) fn point(&self, poll_interval: u64, broke_now: bool) -> RunPoint {
         let last = self.nodes;
         if last == 0 {
             return RunPoint::default();
         }
         let ran = self.progressed.duration_since(self.started).as_secs_f64();
-        let step = self.step.saturating_add(poll_nodes);
+        let step = self.step.saturating_add(poll_interval);
         if !broke_now || ran <= 0.0 {
             return RunPoint {
                 low: last,
@@ -74,7 +74,7 @@ impl Lease {
             low: last.saturating_add((since * 0.7) as u64),
             high: last
                 .saturating_add((since * 1.3) as u64)
-                .saturating_add(poll_nodes),
+                .saturating_add(poll_interval),
         }
     }
 }
@@ -255,7 +255,7 @@ impl Session {
             if !self.touch_problem(&wire.digest) {
                 self.send(Out::Problem((&*wire).into())).await?;
             }
-            let spec = job.run_spec(&work, spent_nodes, self.pool.poll_nodes());
+            let spec = job.run_spec(&work, spent_nodes, self.pool.poll_interval());
             let message = pb::Lease {
                 lease: Some(pb::LeaseRef {
                     id,
@@ -517,7 +517,7 @@ impl Session {
         let live: Vec<(u64, Lease)> = self.leases.drain().collect();
         let lost = live.iter().filter(|(_, l)| !l.revoked).count();
         let max_attempts = self.pool.max_attempts();
-        let poll_nodes = self.pool.poll_nodes();
+        let poll_interval = self.pool.poll_interval();
         // Silent: lost some time ago, at an unknown moment since the last
         // heartbeat; otherwise the stream broke (or closed) just now.
         let broke_now = !matches!(end, End::Silent);
@@ -529,7 +529,7 @@ impl Session {
                     &xcc::Stats::default(),
                     lease
                         .ledger
-                        .lose(max_attempts, lease.point(poll_nodes, broke_now)),
+                        .lose(max_attempts, lease.point(poll_interval, broke_now)),
                 );
             }
         }

@@ -105,7 +105,7 @@ impl Session {
                     tracing::warn!(worker = %self.id, name = %self.name, lease = id, job = job.id, nodes = lease.nodes, "a lease made no progress: revoked, its task runs elsewhere");
                     let lost = lease.ledger.lose(
                         self.pool.max_attempts(),
-                        lease.point(self.pool.poll_nodes(), false),
+                        lease.point(self.pool.poll_interval(), false),
                     );
                     lease.revoked = true;
                     self.pool
