@@ -512,6 +512,31 @@ impl Memo {
             + self.zdd.bytes()
     }
 
+    /// Every [`POLL_NODES`] nodes (and at the probe): the stop flag, the
+    /// poll, the memory. Both searches (DLX6's and Algorithm M's) call it
+    /// at each node.
+    #[inline]
+    fn tick(
+        &mut self,
+        config: &MemoConfig,
+        poll: &mut dyn FnMut(&MemoStats) -> bool,
+    ) -> Result<(), MemoError> {
+        if self.stats.nodes.is_multiple_of(POLL_NODES) || self.stats.nodes == config.probe_at {
+            if config
+                .stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Relaxed))
+                || !poll(&self.stats)
+            {
+                return Err(MemoError::Stopped {
+                    nodes: self.stats.nodes,
+                });
+            }
+            self.check_memory(config, 0)?;
+        }
+        Ok(())
+    }
+
     /// Fails when the cache and the ZDD, with `extra` bytes more, would pass
     /// the limit.
     fn check_memory(&mut self, config: &MemoConfig, extra: u64) -> Result<(), MemoError> {
@@ -877,21 +902,7 @@ impl Memo {
             match step {
                 Step::Forward => {
                     self.stats.nodes += 1;
-                    if self.stats.nodes.is_multiple_of(POLL_NODES)
-                        || self.stats.nodes == config.probe_at
-                    {
-                        if config
-                            .stop
-                            .as_ref()
-                            .is_some_and(|s| s.load(Ordering::Relaxed))
-                            || !poll(&self.stats)
-                        {
-                            return Err(MemoError::Stopped {
-                                nodes: self.stats.nodes,
-                            });
-                        }
-                        self.check_memory(config, 0)?;
-                    }
+                    self.tick(config, poll)?;
                     match self.lookup() {
                         Ok(entry) => {
                             znode = self.entry_zdd[entry as usize];

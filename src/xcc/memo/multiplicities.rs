@@ -60,9 +60,7 @@
 //! alternatives before it; under M those may take `x_j` deeper down, which
 //! a ZDD reader would see as `x_j` both refused and taken.)
 
-use std::sync::atomic::Ordering;
-
-use super::{Memo, MemoConfig, MemoError, MemoStats, POLL_NODES, ROOT};
+use super::{Memo, MemoConfig, MemoError, MemoStats, ROOT};
 
 impl Memo {
     /// Item `p`'s top moved to `top`: its cursor follows, if it has one and
@@ -273,28 +271,6 @@ impl Memo {
             k = self.next[k as usize];
         }
         (best, score)
-    }
-
-    /// Every [`POLL_NODES`] nodes: the stop flag, the poll, the memory.
-    fn tick(
-        &mut self,
-        config: &MemoConfig,
-        poll: &mut dyn FnMut(&MemoStats) -> bool,
-    ) -> Result<(), MemoError> {
-        if self.stats.nodes.is_multiple_of(POLL_NODES) || self.stats.nodes == config.probe_at {
-            if config
-                .stop
-                .as_ref()
-                .is_some_and(|s| s.load(Ordering::Relaxed))
-                || !poll(&self.stats)
-            {
-                return Err(MemoError::Stopped {
-                    nodes: self.stats.nodes,
-                });
-            }
-            self.check_memory(config, 0)?;
-        }
-        Ok(())
     }
 
     /// DLX3's "Solve the problem" with DLX6's cache, its gotos as states.
