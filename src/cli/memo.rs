@@ -1,7 +1,7 @@
 //! `xccd solve --memo`: count by memoized search (Knuth's DLX6), write the
 //! ZDD of all solutions, draw uniformly random solutions from it. A count
-//! alone first judges whether the cache pays ([`PROBE_NODES`]) and, where it
-//! does not, counts with the plain search; `--faithful` keeps DLX6's search.
+//! alone first judges whether the cache pays (the engine's probe,
+//! [`MemoConfig::probe`]) and, where it does not, counts with the plain search; `--faithful` keeps DLX6's search.
 //!
 //! A flag rather than an `--engine`: the engines list solutions and split
 //! into subtree tasks; the memoized search answers "how many?" (and "draw
@@ -38,28 +38,20 @@ pub fn run(args: &SolveArgs, problem: &Problem, reduced: Option<&Reduced>) -> Re
             "--memo runs on this thread: drop --server and --threads".into(),
         ));
     }
-    // A count alone may give up on the cache where it does not pay (see
-    // `pays_off`); the ZDD and samples need the whole memoized search.
+    // A count alone may give up on the cache where it does not pay (the
+    // engine's probe, `MemoConfig::probe`); the ZDD and samples need the
+    // whole memoized search.
     let adaptive = args.count && args.zdd.is_none() && args.sample.is_none() && !args.faithful;
     let config = MemoConfig {
         memory_limit: Some(search_memory_limit()?),
         stop: None,
-        probe_at: if adaptive { PROBE_NODES } else { 0 },
+        probe: adaptive,
     };
     let start = Instant::now();
     let searched = reduced.map_or(problem, |r| &r.problem);
-    let mut probe: Option<(u64, u64)> = None;
-    let mut poll = |figures: &MemoStats| {
-        if adaptive && figures.nodes == PROBE_NODES && !pays_off(figures) {
-            probe = Some((figures.lookup_hits, figures.nodes));
-            return false;
-        }
-        true
-    };
-    let outcome = match memo::count_polled(searched, &config, &mut poll) {
-        Err(memo::MemoError::Stopped { .. }) if probe.is_some() => {
-            let (hits, nodes) = probe.unwrap_or_default();
-            return count_plainly(args, searched, hits, nodes, start);
+    let outcome = match memo::count(searched, &config) {
+        Err(memo::MemoError::NoGain(verdict)) => {
+            return count_plainly(args, searched, &verdict, start);
         }
         other => other.map_err(|e| {
             CliError::Failed(format!(
@@ -128,30 +120,12 @@ pub fn run(args: &SolveArgs, problem: &Problem, reduced: Option<&Reduced>) -> Re
     Ok(())
 }
 
-/// Search nodes after which a memoized count (`--count` alone, without
-/// `--faithful`) judges whether its cache pays.
-pub const PROBE_NODES: u64 = 1024;
-
-/// Whether the lookups so far hit often enough for the cache to pay. Where
-/// states repeat, a good share of the first lookups find theirs (of the
-/// first 1024 nodes: domino 10x10 25 %, colored domino 8x8 22 %, latin4 18
-/// %, latin5 13 %); where they rarely do, the memoized search is DLX6's
-/// dance, which keeps its signature up to date at every update, plus a
-/// lookup at every node, for a tree hardly smaller than the plain one
-/// (queens 10 to 14: 7 %; langford 11 and 12: 6 %; pent3x20 9 %; pent6x10
-/// 2 %, where DLX6 takes 5 GB). One in ten is the line; a problem that
-/// finishes within the probe keeps its memoized count.
-fn pays_off(figures: &MemoStats) -> bool {
-    figures.lookup_hits * 10 >= figures.nodes
-}
-
 /// The count without the cache: the plain search (the default engine, as
 /// `solve --count`) from the root, after the probe gave up.
 fn count_plainly(
     args: &SolveArgs,
     problem: &Problem,
-    hits: u64,
-    nodes: u64,
+    verdict: &memo::Verdict,
     start: Instant,
 ) -> Result<(), CliError> {
     use xccd::xcc::{CountOnly, Engine, RunConfig, Solver, Task};
@@ -170,10 +144,7 @@ fn count_plainly(
     }
     if !args.quiet {
         let plural = if stats.solutions == 1 { "" } else { "s" };
-        eprintln!(
-            "Memoizing does not pay here ({hits} of the first {nodes} nodes found their state): \
-             counted without it (--faithful keeps DLX6's search)."
-        );
+        eprintln!("{verdict}");
         eprintln!(
             "Altogether {} solution{plural}, {} updates, {} nodes, {:.3} s.",
             stats.solutions,

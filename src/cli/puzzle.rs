@@ -143,6 +143,11 @@ pub struct SolveArgs {
     /// such puzzles are refused (count them with --weak, or without --memo).
     #[arg(long, requires = "count")]
     pub memo: bool,
+    /// With --memo: DLX6's search to the end, even where its cache does not
+    /// pay (without it, as with `xccd solve --memo --count`, a count whose
+    /// cache is judged not to pay is finished by the plain search).
+    #[arg(long, requires = "memo")]
+    pub faithful: bool,
     /// How solutions print: `picture` (drawn with box-drawing characters,
     /// for a person), `text` (the puzzle's own format, for scripts) or
     /// `auto` (a picture when standard output is a terminal, else text).
@@ -293,6 +298,8 @@ struct Printer<'a, W: Write> {
     encoded: &'a dyn Encoded,
     grids: Grids<W>,
     error: Option<io::Error>,
+    /// Why a memoized count gave up its cache, said on stderr.
+    declined: Option<xccd::xcc::memo::Verdict>,
 }
 
 impl<W: Write> Port for Printer<'_, W> {
@@ -308,6 +315,10 @@ impl<W: Write> Port for Printer<'_, W> {
             }
         }
         Taken::All
+    }
+
+    fn memo_declined(&mut self, verdict: &xccd::xcc::memo::Verdict) {
+        self.declined = Some(verdict.clone());
     }
 }
 
@@ -351,6 +362,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
         ));
     }
     let mut exact_count = None;
+    let mut declined = None;
     let (stats, write_error, cut_short) = if let Some(url) = &args.at.server {
         let (_, puzzle) = read_puzzle(&args.puzzle)?;
         let request = pb::EnumeratePuzzleRequest {
@@ -396,6 +408,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
                         }
                         Some(MemoRun {
                             memory_limit: Some(super::credentials::search_memory_limit()?),
+                            probe: !args.faithful,
                         })
                     }
                 };
@@ -410,6 +423,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
                     encoded: &*encoded,
                     grids,
                     error: None,
+                    declined: None,
                 };
                 let engine = args.at.engine.resolve(encoded.problem())?;
                 let report = run_root(
@@ -431,6 +445,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
                     _ => {}
                 }
                 exact_count = report.exact_count;
+                declined = printer.declined;
                 grids = printer.grids;
                 (report.stats, printer.error, None)
             }
@@ -455,6 +470,9 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
         eprintln!("no solution");
     }
     if !args.quiet {
+        if let Some(verdict) = declined {
+            eprintln!("{verdict}");
+        }
         let stats = Stats { solutions, ..stats };
         eprintln!("{}", altogether(&stats, start.elapsed()));
     }

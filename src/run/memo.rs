@@ -10,10 +10,10 @@
 //! goes to the port as one count-only batch when the search ends: nothing
 //! before, since a count cut short would be wrong.
 
-use crate::xcc::memo::{self, MemoConfig, MemoError, MemoStats};
+use crate::xcc::memo::{self, MemoConfig, MemoError, MemoStats, Verdict};
 use crate::xcc::{Decision, Problem, ProgressView, Stats, Task};
 
-use super::runner::{Batch, Control, Port, RunEnd, RunReport, RunSpec, Stop};
+use super::runner::{Batch, Control, MemoRun, Port, RunEnd, RunReport, RunSpec, Stop};
 use super::Solutions;
 
 /// Why a memoized count cannot run on a job or a task: checked by the
@@ -45,18 +45,22 @@ fn stats_of(memo: &MemoStats, solutions: u64) -> Stats {
 }
 
 /// Counts the solutions of `problem` by memoized search, under
-/// `memory_limit` bytes for its cache and ZDD, steered and answered
+/// `memo.memory_limit` bytes for its cache and ZDD, steered and answered
 /// through `port` like [`super::run_task`]. `restricted`: the job has a
 /// side condition that filters solutions (refused; one that only prunes
 /// is left out, the count is exact without it).
+///
+/// With `memo.probe`, `Err` when memoizing does not pay (the engine's
+/// judgement, [`MemoConfig::probe`]): nothing was delivered, and the
+/// caller counts with the plain search ([`super::run_task`] does).
 pub fn run_memo<P: Port>(
     problem: &Problem,
     task: &Task,
     spec: &RunSpec,
-    memory_limit: Option<u64>,
+    memo: MemoRun,
     restricted: bool,
     port: &mut P,
-) -> RunReport {
+) -> Result<RunReport, Verdict> {
     let failed = |message: String| RunReport {
         end: RunEnd::Failed(message),
         stats: Stats::default(),
@@ -65,21 +69,21 @@ pub fn run_memo<P: Port>(
         exact_count: None,
     };
     if let Some(why) = memo_refusal(task, restricted) {
-        return failed(why.to_string());
+        return Ok(failed(why.to_string()));
     }
     if spec.limit == Some(0) {
-        return RunReport {
+        return Ok(RunReport {
             end: RunEnd::Stopped(Stop::SolutionLimit),
             stats: Stats::default(),
             found: 0,
             delivered: 0,
             exact_count: None,
-        };
+        });
     }
     let config = MemoConfig {
-        memory_limit,
+        memory_limit: memo.memory_limit,
         stop: spec.stop.clone(),
-        probe_at: 0,
+        probe: memo.probe,
     };
     let mut asked: Option<RunEnd> = None;
     let mut poll = |figures: &MemoStats| {
@@ -109,8 +113,9 @@ pub fn run_memo<P: Port>(
     };
     let outcome = match memo::count_polled(problem, &config, &mut poll) {
         Ok(outcome) => outcome,
+        Err(MemoError::NoGain(verdict)) => return Err(verdict),
         Err(MemoError::Stopped { nodes }) => {
-            return RunReport {
+            return Ok(RunReport {
                 end: asked.unwrap_or(RunEnd::Stopped(Stop::Asked)),
                 stats: Stats {
                     nodes,
@@ -119,16 +124,16 @@ pub fn run_memo<P: Port>(
                 found: 0,
                 delivered: 0,
                 exact_count: None,
-            }
+            })
         }
         Err(error @ MemoError::OutOfMemory { .. }) => {
-            return RunReport {
+            return Ok(RunReport {
                 end: RunEnd::OutOfMemory(error.to_string()),
                 stats: Stats::default(),
                 found: 0,
                 delivered: 0,
                 exact_count: None,
-            }
+            })
         }
     };
     // Past u64::MAX the count travels as text beside a saturated number.
@@ -161,13 +166,13 @@ pub fn run_memo<P: Port>(
     } else {
         RunEnd::Exhausted
     };
-    RunReport {
+    Ok(RunReport {
         end,
         stats: stats_of(&outcome.stats, wanted),
         found: wanted,
         delivered,
         exact_count,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -189,10 +194,11 @@ mod tests {
             &problem,
             &Task::root(),
             &RunSpec::default(),
-            None,
+            MemoRun::default(),
             false,
             &mut p,
-        );
+        )
+        .unwrap();
         assert_eq!(report.end, RunEnd::Exhausted);
         assert_eq!(
             (report.found, report.delivered, report.stats.solutions),
@@ -211,7 +217,15 @@ mod tests {
             ..RunSpec::default()
         };
         let mut p = port(Control::Continue);
-        let report = run_memo(&problem, &Task::root(), &spec, None, false, &mut p);
+        let report = run_memo(
+            &problem,
+            &Task::root(),
+            &spec,
+            MemoRun::default(),
+            false,
+            &mut p,
+        )
+        .unwrap();
         assert_eq!(report.end, RunEnd::Stopped(Stop::SolutionLimit));
         assert_eq!((report.found, report.delivered), (10, 10));
         let spec = RunSpec {
@@ -219,7 +233,15 @@ mod tests {
             ..RunSpec::default()
         };
         let mut p = port(Control::Continue);
-        let report = run_memo(&problem, &Task::root(), &spec, None, false, &mut p);
+        let report = run_memo(
+            &problem,
+            &Task::root(),
+            &spec,
+            MemoRun::default(),
+            false,
+            &mut p,
+        )
+        .unwrap();
         assert_eq!(report.end, RunEnd::Exhausted);
         assert_eq!((p.taken[0].first, p.taken[0].count), (90, 2));
         assert_eq!((report.found, report.delivered), (92, 2));
@@ -238,10 +260,11 @@ mod tests {
                 &problem,
                 &Task::root(),
                 &RunSpec::default(),
-                None,
+                MemoRun::default(),
                 false,
                 &mut p,
-            );
+            )
+            .unwrap();
             assert_eq!(report.end, end);
             assert_eq!(p.polls, 1);
             assert!(p.taken.is_empty());
@@ -252,7 +275,15 @@ mod tests {
             ..RunSpec::default()
         };
         let mut p = port(Control::Continue);
-        let report = run_memo(&problem, &Task::root(), &spec, None, false, &mut p);
+        let report = run_memo(
+            &problem,
+            &Task::root(),
+            &spec,
+            MemoRun::default(),
+            false,
+            &mut p,
+        )
+        .unwrap();
         assert_eq!(report.end, RunEnd::Stopped(Stop::NodeLimit));
     }
 
@@ -274,10 +305,11 @@ mod tests {
             &mcc,
             &Task::root(),
             &RunSpec::default(),
-            None,
+            MemoRun::default(),
             false,
             &mut p,
-        );
+        )
+        .unwrap();
         assert_eq!(report.end, RunEnd::Exhausted);
         assert!(plain > 1, "{plain}");
         assert_eq!(report.found, plain);
@@ -291,19 +323,24 @@ mod tests {
             &problem,
             &Task::root(),
             &RunSpec::default(),
-            None,
+            MemoRun::default(),
             true,
             &mut p,
-        );
+        )
+        .unwrap();
         assert!(matches!(report.end, RunEnd::Failed(m) if m.contains("side condition")));
         let report = run_memo(
             &problem,
             &Task::root(),
             &RunSpec::default(),
-            Some(1000),
+            MemoRun {
+                memory_limit: Some(1000),
+                probe: false,
+            },
             false,
             &mut p,
-        );
+        )
+        .unwrap();
         assert!(
             matches!(report.end, RunEnd::OutOfMemory(_)),
             "{:?}",

@@ -46,10 +46,16 @@ pub struct RunSpec {
     pub cheapest: Option<usize>,
 }
 
-/// A memoized count's limit: the most bytes its cache and ZDD may take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A memoized count's limit (the most bytes its cache and ZDD may take),
+/// and whether it may give up its cache where it does not pay.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemoRun {
     pub memory_limit: Option<u64>,
+    /// Judge whether the cache pays ([`crate::xcc::memo::MemoConfig::probe`])
+    /// and count with the plain search where it does not (the port hears
+    /// of it, [`Port::memo_declined`]). Off (the service), DLX6's search
+    /// to the end.
+    pub probe: bool,
 }
 
 impl Default for RunSpec {
@@ -135,6 +141,10 @@ pub trait Port {
     /// here (it would be lost otherwise). The default, for ports that never
     /// answer it, is never called.
     fn given_away(&mut self, _task: Task, _found: u64) {}
+    /// A memoized count with [`MemoRun::probe`] found that its cache does
+    /// not pay: the plain search counts instead, from the root, through
+    /// this port. By default nothing is said.
+    fn memo_declined(&mut self, _verdict: &crate::xcc::memo::Verdict) {}
 }
 
 /// A port made of a closure that takes each batch (its answer is the
@@ -209,14 +219,20 @@ pub fn run_task<P: Port>(
 ) -> RunReport {
     let condition = condition.filter(|c| c.restricts());
     if let Some(memo) = spec.memo {
-        return super::memo::run_memo(
+        match super::memo::run_memo(
             problem,
             task,
             spec,
-            memo.memory_limit,
+            memo,
             condition.is_some_and(|c| c.filters()),
             port,
-        );
+        ) {
+            Ok(report) => return report,
+            // Nothing was delivered: the plain search below counts from the
+            // root (a memoized count runs only there), pruned by the
+            // condition the memoized one left out.
+            Err(verdict) => port.memo_declined(&verdict),
+        }
     }
     if let Some(k) = spec.cheapest {
         return super::cheapest::run_cheapest(

@@ -613,6 +613,8 @@ impl Job {
             stop: Some(self.stop.clone()),
             memo: self.spec.memo.map(|limit| crate::run::MemoRun {
                 memory_limit: Some(limit),
+                // The service's memoized count is DLX6's to the end.
+                probe: false,
             }),
             cheapest: self.spec.cheapest,
         }

@@ -42,24 +42,30 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::links::{ItemLists, ROOT};
+// Nodes between two looks at the stop flag, the memory and the poll: the
+// project's one poll interval, as the engines'.
 use super::problem::Problem;
 use super::zdd::{Zdd, ZddBuilder};
+use super::POLL_INTERVAL;
 
 mod multiplicities;
+mod probe;
 
-/// Nodes between two looks at the stop flag, the memory and the poll.
-pub const POLL_NODES: u64 = 4096;
+pub use probe::{Verdict, FIRST_STAGE};
 
 /// Limits and controls of a memoized count.
 #[derive(Debug, Clone, Default)]
 pub struct MemoConfig {
     /// The most bytes the cache and the ZDD may take together.
     pub memory_limit: Option<u64>,
-    /// Set from elsewhere to stop the search within a few thousand nodes.
+    /// Set from elsewhere to stop the search within [`POLL_INTERVAL`] nodes.
     pub stop: Option<Arc<AtomicBool>>,
-    /// A node count at which `poll` is also called (0: none), so that a
-    /// caller may judge the cache early (`xccd solve --memo --count`).
-    pub probe_at: u64,
+    /// Judge, in stages, whether the cache pays ([`probe`]), and stop with
+    /// [`MemoError::NoGain`] where it does not: for a count alone, which the
+    /// caller can then make with the plain search (`xccd solve --memo
+    /// --count`, `xccd puzzle solve --memo --count`). Off, the search is
+    /// DLX6's to the end.
+    pub probe: bool,
 }
 
 /// Counters of a memoized search, DLX6's figures.
@@ -119,6 +125,9 @@ pub enum MemoError {
     OutOfMemory { limit: u64, nodes: u64 },
     #[error("the memoized count was stopped after {nodes} search nodes")]
     Stopped { nodes: u64 },
+    /// Memoizing does not pay ([`MemoConfig::probe`]).
+    #[error("{0}")]
+    NoGain(Verdict),
 }
 
 /// Counts all solutions of `problem` and builds their ZDD, as DLX6 does.
@@ -127,7 +136,7 @@ pub fn count(problem: &Problem, config: &MemoConfig) -> Result<MemoOutcome, Memo
 }
 
 /// [`count`], calling `poll` with the figures so far every
-/// [`POLL_NODES`] nodes: the search stops ([`MemoError::Stopped`]) when it
+/// [`POLL_INTERVAL`] nodes: the search stops ([`MemoError::Stopped`]) when it
 /// answers false. This is how a transport that cannot share a stop flag
 /// (a pool's port, a node budget) steers a memoized count.
 pub fn count_polled(
@@ -136,6 +145,9 @@ pub fn count_polled(
     poll: &mut dyn FnMut(&MemoStats) -> bool,
 ) -> Result<MemoOutcome, MemoError> {
     let mut search = Memo::new(problem);
+    if config.probe {
+        search.track = Some(Box::new(probe::Tracker::new()));
+    }
     if problem.has_multiplicities() {
         search.run_m(config, poll)?;
     } else {
@@ -253,6 +265,8 @@ struct Memo {
     pos: Vec<u32>,
     /// Room for [`multiplicities`]' untweak.
     scratch: Vec<u32>,
+    /// What the judgement of [`MemoConfig::probe`] keeps (None without).
+    track: Option<Box<probe::Tracker>>,
 }
 
 impl Memo {
@@ -369,6 +383,7 @@ impl Memo {
             cursor_slot,
             pos,
             scratch: Vec::new(),
+            track: None,
         };
         memo.prepare_signatures();
         memo
@@ -508,20 +523,30 @@ impl Memo {
     }
 
     fn bytes(&self) -> u64 {
-        (self.keys.len() * 8 + self.entry_hash.len() * 12 + self.table.len() * 4) as u64
+        let sizes = self.track.as_ref().map_or(0, |t| t.entry_size.len() * 4);
+        (self.keys.len() * 8 + self.entry_hash.len() * 12 + self.table.len() * 4 + sizes) as u64
             + self.zdd.bytes()
     }
 
-    /// Every [`POLL_NODES`] nodes (and at the probe): the stop flag, the
-    /// poll, the memory. Both searches (DLX6's and Algorithm M's) call it
-    /// at each node.
+    /// Every [`POLL_INTERVAL`] nodes: the stop flag, the poll, the memory; at
+    /// the probe's stages, its judgement of the node at `level`. Both
+    /// searches (DLX6's and Algorithm M's) call it at each node.
     #[inline]
     fn tick(
         &mut self,
         config: &MemoConfig,
         poll: &mut dyn FnMut(&MemoStats) -> bool,
+        level: usize,
     ) -> Result<(), MemoError> {
-        if self.stats.nodes.is_multiple_of(POLL_NODES) || self.stats.nodes == config.probe_at {
+        if let Some(track) = &mut self.track {
+            if self.stats.nodes == track.next_stage {
+                let s = &self.stats;
+                if let Some(verdict) = track.judge(s.nodes, s.updates, s.lookup_hits, level) {
+                    return Err(MemoError::NoGain(verdict));
+                }
+            }
+        }
+        if self.stats.nodes.is_multiple_of(POLL_INTERVAL) {
             if config
                 .stop
                 .as_ref()
@@ -582,6 +607,9 @@ impl Memo {
         self.entry_hash.push(hash);
         self.entry_zdd.push(0);
         self.keys.extend_from_slice(&self.sig.words);
+        if let Some(track) = &mut self.track {
+            track.entry_size.push(1);
+        }
         Err(entry)
     }
 
@@ -902,12 +930,15 @@ impl Memo {
             match step {
                 Step::Forward => {
                     self.stats.nodes += 1;
-                    self.tick(config, poll)?;
+                    self.tick(config, poll, level)?;
                     match self.lookup() {
                         Ok(entry) => {
                             znode = self.entry_zdd[entry as usize];
                             self.stats.hits += 1;
                             self.stats.lookup_hits += 1;
+                            if let Some(track) = &mut self.track {
+                                track.hit(entry);
+                            }
                             step = Step::Backdown;
                             continue;
                         }
@@ -918,6 +949,10 @@ impl Memo {
                     }
                     znode = 0;
                     let best = self.best_item();
+                    if let Some(track) = &mut self.track {
+                        track.enter(level, self.stats.nodes);
+                        track.branch(level, self.nd[best as usize].itm as u32);
+                    }
                     self.cover::<COLORS>(best);
                     choice[level] = self.nd[best as usize].down;
                     step = Step::Advance;
@@ -944,6 +979,9 @@ impl Memo {
                 }
                 Step::Backup => {
                     self.uncover::<COLORS>(choice[level]);
+                    if let Some(track) = &mut self.track {
+                        track.done(level, entry_at[level], self.stats.nodes);
+                    }
                     if znode != 0 {
                         self.entry_zdd[entry_at[level] as usize] = znode;
                         self.stats.good_signatures += 1;
@@ -986,6 +1024,9 @@ impl Memo {
             *znode = self.zdd.node(option, *znode, zsol);
         }
         choice[level] = self.nd[cur as usize].down;
+        if let Some(track) = &mut self.track {
+            track.next_alternative(level);
+        }
     }
 }
 
@@ -1172,6 +1213,42 @@ mod tests {
                 proptest::prop_assert!(s.windows(2).all(|w| w[0] < w[1]), "{:?} in {}", s, text);
             }
             proptest::prop_assert_eq!(zdd, all_solutions(&problem), "{}", text);
+        }
+    }
+
+    /// The probe's plain nodes covered: at the end of a search, the nodes
+    /// of DLX6's tree without a cache, which is the links engine's tree
+    /// (DLX2's choice and order, a solution counted as a node).
+    #[test]
+    fn the_probe_covers_exactly_the_plain_tree() {
+        for text in [
+            crate::xcc::dlx_format::to_string(&crate::xcc::testing::queens(8)),
+            std::fs::read_to_string(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/memo/domino4x7.dlx"),
+            )
+            .unwrap(),
+            "a b c\na b\nb c\nc\na\nb\n".to_string(),
+        ] {
+            let problem = parse(&text).unwrap();
+            let mut search = Memo::new(&problem);
+            let mut track = probe::Tracker::new();
+            track.next_stage = u64::MAX;
+            search.track = Some(Box::new(track));
+            search
+                .run::<false>(&MemoConfig::default(), &mut |_| true)
+                .unwrap();
+            let covered = search.stats.nodes + search.track.as_ref().unwrap().saved;
+            let plain = Solver::with_engine(&problem, crate::xcc::Engine::Links)
+                .unwrap()
+                .run(
+                    &Task::root(),
+                    &RunConfig::default(),
+                    &mut crate::xcc::CountOnly,
+                )
+                .unwrap()
+                .stats;
+            assert!(search.stats.lookup_hits > 0 || text.len() < 30);
+            assert_eq!(covered, plain.nodes, "{text}");
         }
     }
 

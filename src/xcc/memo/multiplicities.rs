@@ -297,7 +297,7 @@ impl Memo {
             match step {
                 Step::Forward => {
                     self.stats.nodes += 1;
-                    self.tick(config, poll)?;
+                    self.tick(config, poll, level)?;
                     if levels.len() <= level {
                         levels.push(Level::default());
                     }
@@ -306,6 +306,9 @@ impl Memo {
                             znode = self.entry_zdd[entry as usize];
                             self.stats.hits += 1;
                             self.stats.lookup_hits += 1;
+                            if let Some(track) = &mut self.track {
+                                track.hit(entry);
+                            }
                             step = Step::Backdown;
                             continue;
                         }
@@ -323,6 +326,13 @@ impl Memo {
                         continue;
                     }
                     let b = best as usize;
+                    if let Some(track) = &mut self.track {
+                        // The options of its list, and the null move when
+                        // the item may take none.
+                        let null = u32::from(self.slack[b] > 0);
+                        track.enter(level, self.stats.nodes);
+                        track.branch(level, self.nd[b].itm as u32 + null);
+                    }
                     let cur = self.nd[b].down;
                     levels[level] = Level {
                         best,
@@ -355,7 +365,7 @@ impl Memo {
                         self.stats.nodes += 1;
                         self.stats.hits += 1;
                         self.stats.max_level = self.stats.max_level.max(level + 1);
-                        step = self.m_recover(&mut levels[level], &mut alts, 1);
+                        step = self.m_recover(level, &mut levels[level], &mut alts, 1);
                         continue;
                     }
                     level += 1;
@@ -370,6 +380,9 @@ impl Memo {
                     }
                     alts.truncate(ls.alts);
                     self.m_restore(&ls);
+                    if let Some(track) = &mut self.track {
+                        track.done(level, ls.entry, self.stats.nodes);
+                    }
                     if z != 0 {
                         self.entry_zdd[ls.entry as usize] = z;
                         self.stats.good_signatures += 1;
@@ -386,7 +399,7 @@ impl Memo {
                         return self.check_memory(config, 0);
                     }
                     level -= 1;
-                    step = self.m_recover(&mut levels[level], &mut alts, znode);
+                    step = self.m_recover(level, &mut levels[level], &mut alts, znode);
                 }
             }
         }
@@ -418,7 +431,16 @@ impl Memo {
 
     /// Back from the alternative of `ls` with the ZDD `zsol` of its
     /// subtree: undoes it, keeps `zsol`, and says where to go on.
-    fn m_recover(&mut self, ls: &mut Level, alts: &mut Vec<(u32, u32)>, zsol: u32) -> Step {
+    fn m_recover(
+        &mut self,
+        level: usize,
+        ls: &mut Level,
+        alts: &mut Vec<(u32, u32)>,
+        zsol: u32,
+    ) -> Step {
+        if let Some(track) = &mut self.track {
+            track.next_alternative(level);
+        }
         let cur = ls.choice;
         if cur == ls.best {
             // The null move, always the last alternative.
