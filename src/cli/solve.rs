@@ -54,9 +54,10 @@ pub struct SolveArgs {
     #[arg(long, value_name = "N", requires = "memo")]
     pub sample: Option<u64>,
     /// With --memo --count: DLX6's search to the end, even where its cache
-    /// does not pay (without it, a count whose first 1024 nodes rarely meet
-    /// a state again is finished by the plain search, which is faster
-    /// there; --zdd and --sample always search to the end).
+    /// does not pay (without it, a count whose cache is judged, in stages
+    /// from its 256th node, to cost more than 1.2 times the plain count is
+    /// finished by the plain search; --zdd and --sample always search to
+    /// the end).
     #[arg(long, requires = "memo")]
     pub faithful: bool,
     /// The seed of --sample: the same seed draws the same solutions.

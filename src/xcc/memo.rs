@@ -146,7 +146,9 @@ pub fn count_polled(
 ) -> Result<MemoOutcome, MemoError> {
     let mut search = Memo::new(problem);
     if config.probe {
-        search.track = Some(Box::new(probe::Tracker::new()));
+        let track = probe::Tracker::new();
+        search.next_judgement = track.next_stage;
+        search.track = Some(Box::new(track));
     }
     if problem.has_multiplicities() {
         search.run_m(config, poll)?;
@@ -265,8 +267,10 @@ struct Memo {
     pos: Vec<u32>,
     /// Room for [`multiplicities`]' untweak.
     scratch: Vec<u32>,
-    /// What the judgement of [`MemoConfig::probe`] keeps (None without).
+    /// What the judgement of [`MemoConfig::probe`] keeps (None without),
+    /// and the node count of its next stage (`u64::MAX`: none).
     track: Option<Box<probe::Tracker>>,
+    next_judgement: u64,
 }
 
 impl Memo {
@@ -384,6 +388,7 @@ impl Memo {
             pos,
             scratch: Vec::new(),
             track: None,
+            next_judgement: u64::MAX,
         };
         memo.prepare_signatures();
         memo
@@ -538,10 +543,12 @@ impl Memo {
         poll: &mut dyn FnMut(&MemoStats) -> bool,
         level: usize,
     ) -> Result<(), MemoError> {
-        if let Some(track) = &mut self.track {
-            if self.stats.nodes == track.next_stage {
+        if self.stats.nodes == self.next_judgement {
+            if let Some(track) = &mut self.track {
                 let s = &self.stats;
-                if let Some(verdict) = track.judge(s.nodes, s.updates, s.lookup_hits, level) {
+                let verdict = track.judge(s.nodes, s.updates, s.lookup_hits, level);
+                self.next_judgement = track.next_stage;
+                if let Some(verdict) = verdict {
                     return Err(MemoError::NoGain(verdict));
                 }
             }
@@ -950,8 +957,7 @@ impl Memo {
                     znode = 0;
                     let best = self.best_item();
                     if let Some(track) = &mut self.track {
-                        track.enter(level, self.stats.nodes);
-                        track.branch(level, self.nd[best as usize].itm as u32);
+                        track.enter(level, self.stats.nodes, self.nd[best as usize].itm as u32);
                     }
                     self.cover::<COLORS>(best);
                     choice[level] = self.nd[best as usize].down;

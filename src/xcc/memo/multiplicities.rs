@@ -330,8 +330,7 @@ impl Memo {
                         // The options of its list, and the null move when
                         // the item may take none.
                         let null = u32::from(self.slack[b] > 0);
-                        track.enter(level, self.stats.nodes);
-                        track.branch(level, self.nd[b].itm as u32 + null);
+                        track.enter(level, self.stats.nodes, self.nd[b].itm as u32 + null);
                     }
                     let cur = self.nd[b].down;
                     levels[level] = Level {

@@ -34,6 +34,15 @@
 //! on.
 
 /// The first stage's node count; each later stage is four times the last.
+/// Early, because a count that falls back has spent its memoized nodes for
+/// nothing, and small trees are common (queens8's plain tree is 1223 nodes:
+/// judged at 1024, as the hit-rate probe before this did, the cache had
+/// already cost more than 1.2 times the plain count); not earlier, because
+/// the first hits need a few finished subtrees to meet again (latin5 is
+/// projected at 1.03 at 256 nodes, 0.84 at 1024). Four times, so that the
+/// judgements are few (a handful in a billion nodes) and each one's window,
+/// the nodes since the last, is three quarters of the search so far: the
+/// rate it projects is recent, yet not a handful of nodes.
 pub const FIRST_STAGE: u64 = 256;
 
 /// The most a memoized count may be projected to cost, against the plain
@@ -41,12 +50,13 @@ pub const FIRST_STAGE: u64 = 256;
 const MAX_RATIO: f64 = 1.2;
 
 /// What one memoized node costs in plain nodes of the same tree, at
-/// `updates` updates per node. Measured (callgrind, whole searches): a
-/// memoized node pays a lookup (hashing its signature, a probe, a new
-/// entry), about as much as 0.5 plain nodes of queens or langford (15-20
-/// updates a node); the memoized dance also costs more per update than the
-/// plain engines' (on pentominoes, 370 updates a node, a memoized node costs
-/// about 2.5 plain nodes). A line between those two.
+/// `updates` updates per node: "plain" is the plain count's whole cost (the
+/// default engine, whatever its own tree) over the nodes of DLX6's tree
+/// without cache. Measured under callgrind, whole searches: on queens and
+/// langford (15-20 updates a node) a memoized node costs about 1.5 plain
+/// ones (its lookup: hashing the signature, a probe, a new entry); on
+/// pentominoes (370 updates a node) about 2.7, the memoized dance costing
+/// more per update than the plain engines'. A line through those, capped.
 pub fn memo_node_cost(updates: f64) -> f64 {
     (1.45 + updates * 0.003).min(3.0)
 }
@@ -85,6 +95,15 @@ impl std::fmt::Display for Verdict {
     }
 }
 
+/// A level's node: the plain nodes covered when it was entered, its
+/// branching degree and the alternative it is at (from 0).
+#[derive(Debug, Default, Clone, Copy)]
+struct Branch {
+    start: u64,
+    degree: u32,
+    alt: u32,
+}
+
 /// The figures a probing search keeps (none when it does not probe).
 #[derive(Debug, Default)]
 pub(super) struct Tracker {
@@ -92,11 +111,8 @@ pub(super) struct Tracker {
     pub entry_size: Vec<u32>,
     /// Plain nodes the hits stood for beyond their own node.
     pub saved: u64,
-    /// Per level: the plain nodes covered when its node was entered, its
-    /// branching degree and the alternative it is at (from 0).
-    start: Vec<u64>,
-    degree: Vec<u32>,
-    alt: Vec<u32>,
+    /// Per level, its node's [`Branch`].
+    levels: Vec<Branch>,
     /// The node count of the next judgement.
     pub next_stage: u64,
     /// Nodes, plain nodes covered and updates at the last judgement.
@@ -124,35 +140,30 @@ impl Tracker {
         self.saved = self.saved.saturating_add(u64::from(size) - 1);
     }
 
-    /// The node at `level` (the `nodes`th) missed: its subtree starts.
+    /// The node at `level` (the `nodes`th) missed its state and branches
+    /// `degree` ways: its subtree starts.
     #[inline]
-    pub fn enter(&mut self, level: usize, nodes: u64) {
-        if level >= self.start.len() {
-            let len = level + 1;
-            self.start.resize(len, 0);
-            self.degree.resize(len, 1);
-            self.alt.resize(len, 0);
+    pub fn enter(&mut self, level: usize, nodes: u64, degree: u32) {
+        if level >= self.levels.len() {
+            self.levels.resize(level + 1, Branch::default());
         }
-        self.start[level] = self.covered(nodes);
-        self.alt[level] = 0;
-    }
-
-    /// The node at `level` branches `degree` ways.
-    #[inline]
-    pub fn branch(&mut self, level: usize, degree: u32) {
-        self.degree[level] = degree.max(1);
+        self.levels[level] = Branch {
+            start: self.covered(nodes),
+            degree: degree.max(1),
+            alt: 0,
+        };
     }
 
     /// The node at `level` goes on to its next alternative.
     #[inline]
     pub fn next_alternative(&mut self, level: usize) {
-        self.alt[level] += 1;
+        self.levels[level].alt += 1;
     }
 
     /// The node at `level`, whose state is `entry`, is done.
     #[inline]
     pub fn done(&mut self, level: usize, entry: u32, nodes: u64) {
-        let size = self.covered(nodes) - self.start[level] + 1;
+        let size = self.covered(nodes) - self.levels[level].start + 1;
         self.entry_size[entry as usize] = u32::try_from(size).unwrap_or(u32::MAX);
     }
 
@@ -160,9 +171,9 @@ impl Tracker {
     /// (the node at `level` has not branched yet).
     fn fraction_done(&self, level: usize) -> f64 {
         let (mut done, mut weight) = (0.0, 1.0);
-        for l in 0..level.min(self.alt.len()) {
-            let d = f64::from(self.degree[l]);
-            done += weight * f64::from(self.alt[l]).min(d) / d;
+        for b in &self.levels[..level.min(self.levels.len())] {
+            let d = f64::from(b.degree);
+            done += weight * f64::from(b.alt).min(d) / d;
             weight /= d;
         }
         done
