@@ -315,6 +315,55 @@ mod tests {
         assert_eq!(report.found, plain);
     }
 
+    /// With the probe, a count whose cache does not pay (queens 10) is
+    /// made by the plain search through the same port, which hears why;
+    /// one whose cache pays (latin 4 as exact cover) stays memoized, and
+    /// without the probe (the service) queens stays memoized too.
+    #[test]
+    fn the_probe_hands_a_count_to_the_plain_search_where_the_cache_does_not_pay() {
+        let latin4 = crate::xcc::dlx_format::parse(
+            &std::fs::read_to_string(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/instances/latin4.dlx"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        for (problem, probe, declined) in [
+            (queens(10), true, true),
+            (queens(10), false, false),
+            (latin4, true, false),
+        ] {
+            let engine = crate::xcc::Engine::auto(&problem);
+            let plain = crate::xcc::Solver::with_engine(&problem, engine)
+                .unwrap()
+                .run(
+                    &Task::root(),
+                    &crate::xcc::RunConfig::default(),
+                    &mut crate::xcc::CountOnly,
+                )
+                .unwrap()
+                .stats;
+            let spec = RunSpec {
+                want_solutions: false,
+                memo: Some(MemoRun {
+                    memory_limit: None,
+                    probe,
+                }),
+                ..RunSpec::default()
+            };
+            let mut p = port(Control::Continue);
+            let report = super::super::run_root(&problem, engine, &spec, None, &mut p);
+            assert_eq!(report.end, RunEnd::Exhausted);
+            assert_eq!(report.found, plain.solutions);
+            assert_eq!(p.declined.is_some(), declined, "{:?}", p.declined);
+            if let Some(verdict) = &p.declined {
+                assert_eq!(verdict.nodes, crate::xcc::memo::FIRST_STAGE);
+                // The plain search's figures, not the memoized one's.
+                assert_eq!(report.stats.nodes, plain.nodes);
+            }
+        }
+    }
+
     #[test]
     fn refuses_what_it_cannot_count() {
         let mut p = port(Control::Continue);

@@ -9,6 +9,8 @@ pub(crate) struct Answering {
     pub control: Control,
     pub polls: u64,
     pub taken: Vec<Batch>,
+    /// What a memoized count that gave its cache up said.
+    pub declined: Option<crate::xcc::memo::Verdict>,
 }
 
 impl Port for Answering {
@@ -20,6 +22,9 @@ impl Port for Answering {
         self.polls += 1;
         self.control
     }
+    fn memo_declined(&mut self, verdict: &crate::xcc::memo::Verdict) {
+        self.declined = Some(verdict.clone());
+    }
 }
 
 /// A port answering `control` at every poll.
@@ -28,5 +33,6 @@ pub(crate) fn port(control: Control) -> Answering {
         control,
         polls: 0,
         taken: Vec::new(),
+        declined: None,
     }
 }

@@ -237,3 +237,50 @@ impl Tracker {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tracker at its first stage whose hits stood for nothing, 15
+    /// updates a node (a memoized node then costs about 1.5 plain ones), at
+    /// a level whose one finished alternative is `done` of `degree`.
+    fn judged(done: u32, degree: u32) -> Option<Verdict> {
+        let mut track = Tracker::new();
+        track.enter(0, 1, degree);
+        for _ in 0..done {
+            track.next_alternative(0);
+        }
+        track.judge(FIRST_STAGE, FIRST_STAGE * 15, 0, 1)
+    }
+
+    /// Early in a search whose cache does not pay it falls back; late in
+    /// it (half the tree done: starting again would cost more than going
+    /// on) it goes on, which the hit rate judged at a fixed node did not.
+    #[test]
+    fn falls_back_early_and_goes_on_late() {
+        let verdict = judged(1, 100).expect("early: falls back");
+        assert_eq!(verdict.nodes, FIRST_STAGE);
+        assert_eq!(verdict.covered, FIRST_STAGE);
+        assert_eq!(verdict.plain_tree, FIRST_STAGE * 100);
+        assert!(
+            (1400..1600).contains(&verdict.projected_permille),
+            "{verdict:?}"
+        );
+        assert_eq!(judged(1, 2), None, "half done: goes on");
+        // No alternative done anywhere: the tree is taken as endless.
+        assert!(judged(0, 3).is_some());
+    }
+
+    /// Hits that stood for large subtrees keep the cache.
+    #[test]
+    fn hits_that_stand_for_much_keep_the_cache() {
+        let mut track = Tracker::new();
+        track.enter(0, 1, 100);
+        track.next_alternative(0);
+        track.entry_size.push(2000);
+        track.hit(0);
+        assert_eq!(track.judge(FIRST_STAGE, FIRST_STAGE * 15, 1, 1), None);
+        assert_eq!(track.next_stage, FIRST_STAGE * 4);
+    }
+}
