@@ -180,25 +180,28 @@ mod tests {
     use super::*;
     use crate::xcc::dlx_format;
 
-    use crate::run::testing::port;
+    use crate::run::testing::{port, Answering};
 
     fn queens(n: usize) -> Problem {
         crate::xcc::testing::queens(n)
+    }
+
+    /// `run_memo` on the root task of a problem without a side condition,
+    /// with the probe off: every test here but the probe's own.
+    fn count_root(
+        problem: &Problem,
+        spec: &RunSpec,
+        memo: MemoRun,
+        port: &mut Answering,
+    ) -> RunReport {
+        run_memo(problem, &Task::root(), spec, memo, false, port).expect("the probe is off")
     }
 
     #[test]
     fn counts_as_the_search_does_and_declines_give_away() {
         let problem = queens(8);
         let mut p = port(Control::GiveAway);
-        let report = run_memo(
-            &problem,
-            &Task::root(),
-            &RunSpec::default(),
-            MemoRun::default(),
-            false,
-            &mut p,
-        )
-        .unwrap();
+        let report = count_root(&problem, &RunSpec::default(), MemoRun::default(), &mut p);
         assert_eq!(report.end, RunEnd::Exhausted);
         assert_eq!(
             (report.found, report.delivered, report.stats.solutions),
@@ -217,15 +220,7 @@ mod tests {
             ..RunSpec::default()
         };
         let mut p = port(Control::Continue);
-        let report = run_memo(
-            &problem,
-            &Task::root(),
-            &spec,
-            MemoRun::default(),
-            false,
-            &mut p,
-        )
-        .unwrap();
+        let report = count_root(&problem, &spec, MemoRun::default(), &mut p);
         assert_eq!(report.end, RunEnd::Stopped(Stop::SolutionLimit));
         assert_eq!((report.found, report.delivered), (10, 10));
         let spec = RunSpec {
@@ -233,15 +228,7 @@ mod tests {
             ..RunSpec::default()
         };
         let mut p = port(Control::Continue);
-        let report = run_memo(
-            &problem,
-            &Task::root(),
-            &spec,
-            MemoRun::default(),
-            false,
-            &mut p,
-        )
-        .unwrap();
+        let report = count_root(&problem, &spec, MemoRun::default(), &mut p);
         assert_eq!(report.end, RunEnd::Exhausted);
         assert_eq!((p.taken[0].first, p.taken[0].count), (90, 2));
         assert_eq!((report.found, report.delivered), (92, 2));
@@ -256,15 +243,7 @@ mod tests {
             (Control::Release, RunEnd::Released),
         ] {
             let mut p = port(control);
-            let report = run_memo(
-                &problem,
-                &Task::root(),
-                &RunSpec::default(),
-                MemoRun::default(),
-                false,
-                &mut p,
-            )
-            .unwrap();
+            let report = count_root(&problem, &RunSpec::default(), MemoRun::default(), &mut p);
             assert_eq!(report.end, end);
             assert_eq!(p.polls, 1);
             assert!(p.taken.is_empty());
@@ -275,15 +254,7 @@ mod tests {
             ..RunSpec::default()
         };
         let mut p = port(Control::Continue);
-        let report = run_memo(
-            &problem,
-            &Task::root(),
-            &spec,
-            MemoRun::default(),
-            false,
-            &mut p,
-        )
-        .unwrap();
+        let report = count_root(&problem, &spec, MemoRun::default(), &mut p);
         assert_eq!(report.end, RunEnd::Stopped(Stop::NodeLimit));
     }
 
@@ -301,15 +272,7 @@ mod tests {
             .stats
             .solutions;
         let mut p = port(Control::Continue);
-        let report = run_memo(
-            &mcc,
-            &Task::root(),
-            &RunSpec::default(),
-            MemoRun::default(),
-            false,
-            &mut p,
-        )
-        .unwrap();
+        let report = count_root(&mcc, &RunSpec::default(), MemoRun::default(), &mut p);
         assert_eq!(report.end, RunEnd::Exhausted);
         assert!(plain > 1, "{plain}");
         assert_eq!(report.found, plain);
@@ -321,13 +284,7 @@ mod tests {
     /// without the probe (the service) queens stays memoized too.
     #[test]
     fn the_probe_hands_a_count_to_the_plain_search_where_the_cache_does_not_pay() {
-        let latin4 = crate::xcc::dlx_format::parse(
-            &std::fs::read_to_string(
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/instances/latin4.dlx"),
-            )
-            .unwrap(),
-        )
-        .unwrap();
+        let latin4 = crate::xcc::testing::bench_problem("instances/latin4.dlx");
         for (problem, probe, declined) in [
             (queens(10), true, true),
             (queens(10), false, false),
@@ -378,18 +335,15 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(report.end, RunEnd::Failed(m) if m.contains("side condition")));
-        let report = run_memo(
+        let report = count_root(
             &problem,
-            &Task::root(),
             &RunSpec::default(),
             MemoRun {
                 memory_limit: Some(1000),
                 probe: false,
             },
-            false,
             &mut p,
-        )
-        .unwrap();
+        );
         assert!(
             matches!(report.end, RunEnd::OutOfMemory(_)),
             "{:?}",

@@ -21,3 +21,13 @@ pub(crate) fn queens(n: usize) -> Problem {
     }
     dlx_format::parse(&text).expect("a valid problem")
 }
+
+/// A problem of the repository's `bench/` folder, by its path there
+/// (`instances/latin4.dlx`).
+pub(crate) fn bench_problem(relative: &str) -> Problem {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("bench")
+        .join(relative);
+    let text = std::fs::read_to_string(&path).expect("a bench instance");
+    dlx_format::parse(&text).expect("a valid problem")
+}
