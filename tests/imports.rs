@@ -21,8 +21,6 @@ use std::path::{Path, PathBuf};
 /// Circles that existed when this check was written (issue 28), each as its files, sorted: to be
 /// broken, and then removed from here. Point 2 of the issue is to break the `xcc` engines' one.
 const KNOWN: &[&[&str]] = &[
-    // `bench` runs `bench_memo`'s figures, which reuse `bench`'s runner.
-    &["src/cli/bench.rs", "src/cli/bench_memo.rs"],
     // `solve` dispatches to the memoized, cheapest, pooled and preprocessing paths, which reuse
     // its printer and end types.
     &[

@@ -8,11 +8,11 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::time::Instant;
 
 use clap::Args;
-use xccd::xcc::{CountOnly, Engine, Layout, Order, Problem, RunConfig, Solver, Stats, Task};
+use xccd::xcc::{Order, Stats};
 
+use super::bench_measure::{measure, LayoutArg, Measured};
 use super::bench_set::{BenchSet, ReferenceTable};
 use super::CliError;
 
@@ -89,29 +89,6 @@ pub enum EngineArg {
     Cells,
     Ssxcc,
     Both,
-}
-
-/// What a row measures: an engine, and for cells how it breaks ties.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Measured {
-    Links,
-    Cells(Order),
-}
-
-impl Measured {
-    fn name(self) -> &'static str {
-        match self {
-            Measured::Links => "links",
-            Measured::Cells(Order::Exact) => "cells",
-            Measured::Cells(Order::Ssxcc) => "ssxcc",
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum LayoutArg {
-    Auto,
-    Wide,
 }
 
 struct Reference {
@@ -328,38 +305,6 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
         )));
     }
     Ok(())
-}
-
-/// The fastest of `repeat` count-only runs of `engine`: seconds, counts and
-/// algorithm.
-pub(super) fn measure(
-    problem: &Problem,
-    engine: Measured,
-    layout: LayoutArg,
-    repeat: u32,
-) -> Result<(f64, Stats, &'static str), CliError> {
-    let mut best = f64::INFINITY;
-    let mut stats = None;
-    let mut algorithm = "";
-    for _ in 0..repeat.max(1) {
-        let start = Instant::now();
-        let layout = match layout {
-            LayoutArg::Wide => Layout::Wide,
-            LayoutArg::Auto => Layout::Narrow,
-        };
-        let mut solver = match engine {
-            Measured::Links => Solver::with_engine_layout(problem, Engine::Links, layout),
-            Measured::Cells(order) => Solver::cells(problem, layout, order),
-        }
-        .map_err(|e| CliError::Failed(e.to_string()))?;
-        algorithm = solver.algorithm();
-        let outcome = solver
-            .run(&Task::root(), &RunConfig::default(), &mut CountOnly)
-            .map_err(|e| CliError::Failed(e.to_string()))?;
-        best = best.min(start.elapsed().as_secs_f64());
-        stats = Some(outcome.stats);
-    }
-    Ok((best, stats.expect("at least one run"), algorithm))
 }
 
 /// The `--json` row of one instance on one engine.

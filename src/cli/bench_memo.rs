@@ -18,7 +18,7 @@ use std::time::Instant;
 use xccd::xcc::memo::{self, MemoConfig, MemoOutcome};
 use xccd::xcc::{Engine, Order};
 
-use super::bench::{measure, LayoutArg, Measured};
+use super::bench_measure::{measure, LayoutArg, Measured};
 use super::bench_out::{num, Rows};
 use super::bench_set::{BenchSet, ReferenceTable};
 use super::CliError;

@@ -6,6 +6,7 @@
 
 mod bench;
 mod bench_cluster;
+mod bench_measure;
 mod bench_memo;
 mod bench_out;
 mod bench_scale;
