@@ -15,7 +15,7 @@ use xccd::xcc::preprocess::Reduced;
 use xccd::xcc::Problem;
 
 use super::credentials::EngineChoice;
-use super::solve::{Format, SolveArgs};
+use super::solve_args::{Format, SolveArgs};
 use super::CliError;
 
 /// Finds the K cheapest solutions of `problem`, or with --preprocess of its

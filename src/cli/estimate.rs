@@ -9,7 +9,7 @@ use xccd::xcc::estimate::{estimate, measure_rate, Estimate, Rate, DEFAULT_PROBES
 use xccd::xcc::Solver;
 
 use super::credentials::EngineChoice;
-use super::solve::read_problem;
+use super::input::read_problem;
 use super::CliError;
 
 #[derive(Args, Debug)]

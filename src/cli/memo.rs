@@ -17,7 +17,8 @@ use xccd::xcc::preprocess::Reduced;
 use xccd::xcc::Problem;
 
 use super::credentials::search_memory_limit;
-use super::solve::{SolutionWriter, SolveArgs};
+use super::output::SolutionWriter;
+use super::solve_args::SolveArgs;
 use super::CliError;
 
 /// Counts `problem`, or with --preprocess its `reduced` form: the count is

@@ -15,13 +15,16 @@ mod bench_set;
 mod cheapest;
 mod credentials;
 mod estimate;
+mod input;
 mod memo;
+mod output;
 mod pooled;
 mod preprocess;
 mod progress;
 mod puzzle;
 mod serve;
 mod solve;
+mod solve_args;
 mod worker;
 
 use std::process::ExitCode;
@@ -43,7 +46,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Solve an XCC problem written in Knuth's DLX format.
-    Solve(solve::SolveArgs),
+    Solve(solve_args::SolveArgs),
     /// Reduce an XCC problem to an equivalent smaller one (Knuth's DLX-PRE),
     /// written in DLX format.
     Preprocess(preprocess::PreprocessArgs),

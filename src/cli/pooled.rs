@@ -18,8 +18,9 @@ use xccd::service::{Delivery, EndReason, JobSpec, Pool, PoolConfig};
 use xccd::xcc::preprocess::Reduced;
 use xccd::xcc::{Problem, Stats};
 
+use super::output::{finish, Ended, SolutionWriter};
 use super::progress::Bar;
-use super::solve::{finish, solution_limit, Finish, SolutionWriter, SolveArgs};
+use super::solve_args::{solution_limit, SolveArgs};
 use super::CliError;
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
@@ -27,20 +28,6 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))
-}
-
-/// How a search run on the pool or a server ended.
-pub struct Ended {
-    pub stats: Stats,
-    pub node_limit: bool,
-    /// The output could not be written (the search was then cancelled).
-    pub write_error: Option<io::Error>,
-    /// Why the search stopped before it did what was asked (the server
-    /// shut down, ...): what was printed is partial.
-    pub cut_short: Option<String>,
-    /// What the server's preprocessing removed (the request's
-    /// `preprocess`).
-    pub preprocessing: Option<pb::Preprocessing>,
 }
 
 /// The delivery of a job whose solutions this process prints (or counts).
@@ -152,17 +139,7 @@ pub fn run_local(
         options.extend(solution.iter().map(|&o| input_option(origin, o)));
         writer.write(&options)
     })?;
-    finish(
-        args,
-        writer,
-        ended.write_error,
-        Finish {
-            stats: ended.stats,
-            elapsed: start.elapsed(),
-            node_limit: ended.node_limit,
-            cut_short: ended.cut_short,
-        },
-    )
+    finish(args, writer, ended, start.elapsed())
 }
 
 /// The input's index of option `o` of the problem searched (`origin`: the
@@ -407,17 +384,7 @@ pub fn run_remote(
             figures.summary(input_mems)
         );
     }
-    finish(
-        args,
-        writer,
-        ended.write_error,
-        Finish {
-            stats: ended.stats,
-            elapsed: start.elapsed(),
-            node_limit: ended.node_limit,
-            cut_short: ended.cut_short,
-        },
-    )
+    finish(args, writer, ended, start.elapsed())
 }
 
 /// Solves a puzzle on the server at `url` (EnumeratePuzzle), handing each

@@ -35,7 +35,7 @@ pub struct PreprocessArgs {
 }
 
 pub fn run(args: PreprocessArgs) -> Result<(), CliError> {
-    let (problem, text) = super::solve::read_problem_and_text(&args.input)?;
+    let (problem, text) = super::input::read_problem_and_text(&args.input)?;
     let mut config = Config {
         rounds: args.rounds,
         verbose: args.verbose,

@@ -24,8 +24,9 @@ use xccd::service::JobSpec;
 use xccd::xcc::{dlx_format, Stats, Task};
 
 use super::credentials::WhereArgs;
+use super::output::altogether;
 use super::pooled::{authorized, delivery, on_pool, puzzle_remote};
-use super::solve::{altogether, solution_limit};
+use super::solve_args::solution_limit;
 use super::CliError;
 
 #[derive(Args, Debug)]
@@ -477,7 +478,7 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
         eprintln!("{}", altogether(&stats, start.elapsed()));
     }
     match cut_short {
-        Some(why) => Err(super::solve::cut_short(why, args.count)),
+        Some(why) => Err(super::output::cut_short(why, args.count)),
         None => Ok(()),
     }
 }
