@@ -21,12 +21,6 @@ use std::path::{Path, PathBuf};
 /// Circles that existed when this check was written (issue 28), each as its files, sorted: to be
 /// broken, and then removed from here. Point 2 of the issue is to break the `xcc` engines' one.
 const KNOWN: &[&[&str]] = &[
-    // `run_task` dispatches to the memoized count and the cheapest search, which use its types.
-    &[
-        "src/run/cheapest.rs",
-        "src/run/memo.rs",
-        "src/run/runner.rs",
-    ],
     // The ledger's `Failure::Store` names the store's cause (an arrow from src/run up to
     // src/service), and a job names its snapshot, the store a job's types, status the store.
     &[

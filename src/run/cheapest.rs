@@ -16,7 +16,7 @@
 use crate::xcc::cheapest::{self, CheapestConfig, CheapestError, CheapestStats, MAX_K};
 use crate::xcc::{Decision, Problem, ProgressView, Stats, Task};
 
-use super::runner::{Batch, Control, Port, RunEnd, RunReport, RunSpec, Stop};
+use super::port::{Batch, Control, Port, RunEnd, RunReport, RunSpec, Stop};
 use super::Solutions;
 
 /// Why the K cheapest solutions cannot be searched for on a problem or a

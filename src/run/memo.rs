@@ -13,7 +13,7 @@
 use crate::xcc::memo::{self, MemoConfig, MemoError, MemoStats, Verdict};
 use crate::xcc::{Decision, Problem, ProgressView, Stats, Task};
 
-use super::runner::{Batch, Control, MemoRun, Port, RunEnd, RunReport, RunSpec, Stop};
+use super::port::{Batch, Control, MemoRun, Port, RunEnd, RunReport, RunSpec, Stop};
 use super::Solutions;
 
 /// Why a memoized count cannot run on a job or a task: checked by the

@@ -34,6 +34,7 @@ mod cheapest;
 mod condition;
 mod ledger;
 mod memo;
+mod port;
 mod region;
 mod runner;
 mod solutions;
@@ -45,10 +46,8 @@ pub use condition::SideCondition;
 pub use ledger::{verify_solution, Failure, Ledger, LedgerError, QueuedTask, RunPoint, Settlement};
 pub use memo::{memo_refusal, run_memo};
 pub use region::{check_task, Region};
-pub use runner::{
-    run_root, run_task, Batch, Control, MemoRun, Port, RunEnd, RunReport, RunSpec, Sink, Stop,
-    Taken,
-};
+pub use port::{Batch, Control, MemoRun, Port, RunEnd, RunReport, RunSpec, Sink, Stop, Taken};
+pub use runner::{run_root, run_task};
 pub use solutions::Solutions;
 
 /// One solution as it travels: the chosen option indices, ascending.

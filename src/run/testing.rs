@@ -2,7 +2,7 @@
 //! count, the cheapest-solutions search): it takes every batch and answers
 //! every poll with one control.
 
-use super::runner::{Batch, Control, Port, Taken};
+use super::port::{Batch, Control, Port, Taken};
 use crate::xcc::ProgressView;
 
 pub(crate) struct Answering {
