@@ -121,7 +121,24 @@ pub enum Failure {
     NoWorkers(String),
     /// The job store failed under a durable job; the cause, when the store
     /// cannot be written, says what an operator must do (its own reason).
-    Store(String, Option<crate::service::store::Cause>),
+    Store(String, Option<StoreCause>),
+}
+
+/// Why the job store cannot be written: each has its own remedy, its own
+/// `ErrorInfo` reason, and its own value of `xccd_store_degraded{cause}`.
+///
+/// The store is the service's (`service::store`, which names this type
+/// `Cause` and says what each means to an operator); it is defined here so
+/// that [`Failure::Store`] can carry it without this layer naming the one
+/// above it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreCause {
+    /// The volume is full (SQLITE_FULL, ENOSPC).
+    Full,
+    /// The file system or the file is read-only (SQLITE_READONLY, EROFS).
+    ReadOnly,
+    /// This process may not write there (EACCES, EPERM).
+    PermissionDenied,
 }
 
 impl Failure {

@@ -43,10 +43,12 @@ mod testing;
 
 pub use cheapest::{cheapest_refusal, run_cheapest};
 pub use condition::SideCondition;
-pub use ledger::{verify_solution, Failure, Ledger, LedgerError, QueuedTask, RunPoint, Settlement};
+pub use ledger::{
+    verify_solution, Failure, Ledger, LedgerError, QueuedTask, RunPoint, Settlement, StoreCause,
+};
 pub use memo::{memo_refusal, run_memo};
-pub use region::{check_task, Region};
 pub use port::{Batch, Control, MemoRun, Port, RunEnd, RunReport, RunSpec, Sink, Stop, Taken};
+pub use region::{check_task, Region};
 pub use runner::{run_root, run_task};
 pub use solutions::Solutions;
 

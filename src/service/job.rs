@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::callers::Caller;
+pub use super::job_id::{JobId, RequestKey};
 use super::store::Snapshot;
 use super::sync::Locked;
 use crate::puzzles::{Encoded, Puzzle};
@@ -16,8 +17,6 @@ use crate::run::{Batch, Failure, RunSpec, SideCondition, Taken};
 pub use crate::run::{QueuedTask, SolutionIndices, Solutions};
 use crate::xcc::preprocess::Figures;
 use crate::xcc::{Engine, Problem, Solver, Stats};
-
-pub type JobId = u64;
 
 /// How long a durable job's run may hold found solutions for a full batch.
 const DURABLE_BATCH_DELAY: Duration = Duration::from_millis(50);
@@ -145,18 +144,6 @@ impl Default for JobSpec {
             preprocessed: None,
         }
     }
-}
-
-/// A CreateJob's idempotency key (AIP-155, `request_id`) and a digest of
-/// the rest of its request: a retry of the same request finds its job by
-/// the key, and a different request under the same key is told apart by
-/// the digest.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestKey {
-    /// The request_id, a UUID in lower case.
-    pub id: String,
-    /// SHA-256 of the request without its request_id, in hexadecimal.
-    pub digest: String,
 }
 
 impl std::fmt::Debug for JobSpec {

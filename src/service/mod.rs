@@ -21,6 +21,7 @@ pub mod grpc;
 pub mod grpc_headers;
 pub mod job;
 pub mod job_filter;
+pub mod job_id;
 pub mod jobs;
 pub mod memory;
 pub mod page_token;

@@ -17,22 +17,17 @@ pub mod sqlite;
 
 use serde::{Deserialize, Serialize};
 
-use super::job::{JobId, QueuedTask, RequestKey, SolutionIndices, Solutions};
+use super::job_id::{JobId, RequestKey};
+use crate::run::{QueuedTask, SolutionIndices, Solutions};
 use crate::xcc::{Engine, Stats, Task};
 
 pub use sqlite::SqliteStore;
 
 /// Why a store cannot be written: each has its own remedy, its own
 /// `ErrorInfo` reason, and its own value of `xccd_store_degraded{cause}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cause {
-    /// The volume is full (SQLITE_FULL, ENOSPC).
-    Full,
-    /// The file system or the file is read-only (SQLITE_READONLY, EROFS).
-    ReadOnly,
-    /// This process may not write there (EACCES, EPERM).
-    PermissionDenied,
-}
+/// Defined in the run layer, whose job failure carries it
+/// ([`crate::run::Failure::Store`]); what each means is said here.
+pub use crate::run::StoreCause as Cause;
 
 impl Cause {
     pub const ALL: [Cause; 3] = [Cause::Full, Cause::ReadOnly, Cause::PermissionDenied];
