@@ -61,11 +61,13 @@ pub(super) async fn enumerate(
     stream: bool,
 ) -> Result<(u64, f64, u64), CliError> {
     let start = Instant::now();
+    let api = xccd::service::grpc::ApiConfig::default();
     let spec = JobSpec {
         delivery: if stream {
+            // Buffered and batched as the server's Enumerate streams.
             xccd::service::Delivery::Stream {
-                buffer_batches: 8,
-                batch_size: 256,
+                buffer_batches: api.buffer_batches,
+                batch_size: api.default_batch_size,
             }
         } else {
             xccd::service::Delivery::CountOnly
