@@ -1,7 +1,6 @@
 //! API keys: callers authenticate, and jobs belong to the caller that made
 //! them.
 
-use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -16,17 +15,13 @@ use xccd::service::proto::solver_service_client::SolverServiceClient;
 use xccd::service::server::{start, ServeConfig};
 use xccd::service::PoolConfig;
 
-const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
+mod common;
+use common::service::{create_job, dlx, free_port, XCCD};
+
 const QUEENS8: &str = include_str!("../examples/queens8.dlx");
 const KEYS: &str = "# name key\nalice alice-key-0123456789\nbob bob-key-0123456789ab\n";
 const ALICE: &str = "alice-key-0123456789";
 const BOB: &str = "bob-key-0123456789ab";
-
-fn dlx(text: &str) -> Option<pb::Problem> {
-    Some(pb::Problem {
-        source: Some(pb::problem::Source::Dlx(text.into())),
-    })
-}
 
 /// `message` with `key` (or none) in its metadata.
 fn with_key<T>(message: T, key: Option<&str>) -> Request<T> {
@@ -113,21 +108,18 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
     assert_eq!(reply.into_inner().solutions.len(), 2);
 
     // Alice's job is hers alone.
-    let job_id = solver
-        .create_job(with_key(
+    let job_id = create_job(
+        &mut solver,
+        with_key(
             pb::CreateJobRequest {
                 source: dlx(QUEENS8).map(pb::create_job_request::Source::Problem),
                 keep_solutions: 5,
                 ..Default::default()
             },
             Some(ALICE),
-        ))
-        .await
-        .unwrap()
-        .into_inner()
-        .job
-        .expect("CreateJob returns the job")
-        .name;
+        ),
+    )
+    .await;
     let get = |key| {
         with_key(
             pb::GetJobRequest {
@@ -230,7 +222,7 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
     // Two jobs at once per key: Alice's third waits its turn, Bob's first
     // does not.
     let long = || pb::CreateJobRequest {
-        source: dlx(&std::fs::read_to_string(
+        source: dlx(std::fs::read_to_string(
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench/instances/queens15.dlx"),
         )
         .unwrap())
@@ -260,13 +252,6 @@ async fn jobs_belong_to_their_callers_on(data_dir: Option<PathBuf>) {
             .unwrap();
     }
     server.shutdown().await.unwrap();
-}
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
 }
 
 /// The command line sends its key from XCCD_API_KEY, and the server never

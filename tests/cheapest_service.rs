@@ -16,25 +16,15 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use tonic::transport::Channel;
 use tonic::Code;
 use xccd::service::proto as pb;
 use xccd::xcc::{dlx_format, Problem};
 
-type Client = pb::solver_service_client::SolverServiceClient<Channel>;
+use common::fixtures::bench;
+use common::service::{connect, dlx, fields_of, reason_of, Client};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn instance(case: &str) -> String {
-    std::fs::read_to_string(root().join(format!("bench/{case}.dlx"))).unwrap()
-}
-
-fn dlx(text: String) -> Option<pb::Problem> {
-    Some(pb::Problem {
-        source: Some(pb::problem::Source::Dlx(text)),
-    })
 }
 
 /// Data lines of a DLX5 reference table (after its `#` lines and header).
@@ -73,32 +63,6 @@ fn option_set(problem: &Problem, options: &[u32]) -> String {
 /// DLX5's numbers for the solutions it found, by option set and cost.
 type Finds = BTreeMap<(String, u64), Vec<u64>>;
 
-async fn connect(addr: std::net::SocketAddr) -> Client {
-    let channel = Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect_timeout(Duration::from_secs(10))
-        .connect()
-        .await
-        .expect("connect to the server");
-    Client::new(channel)
-}
-
-fn reason_of(status: &tonic::Status) -> String {
-    use tonic_types::StatusExt;
-    status
-        .get_details_error_info()
-        .map(|info| info.reason)
-        .unwrap_or_default()
-}
-
-fn fields_of(status: &tonic::Status) -> Vec<String> {
-    use tonic_types::StatusExt;
-    status
-        .get_details_bad_request()
-        .map(|b| b.field_violations.into_iter().map(|v| v.field).collect())
-        .unwrap_or_default()
-}
-
 async fn solve(client: &mut Client, request: pb::SolveRequest) -> pb::SolveResponse {
     client.solve(request).await.expect("solved").into_inner()
 }
@@ -125,7 +89,7 @@ async fn solve_gives_dlx5s_cheapest_solutions_costs_and_figures() {
     assert_eq!(rows.len(), 16, "8 instances with costs, k = 1 and 10");
     for row in &rows {
         let (case, k) = (&row[0], row[1].parse::<u32>().unwrap());
-        let text = instance(case);
+        let text = bench(case);
         let problem = dlx_format::parse(&text).unwrap();
         let reply = solve(
             &mut client,
@@ -285,7 +249,7 @@ async fn the_cli_and_structured_costs_agree_and_other_searches_carry_costs() {
     let reply = solve(
         &mut client,
         pb::SolveRequest {
-            problem: dlx(instance("instances/queens8")),
+            problem: dlx(bench("instances/queens8")),
             cheapest: 10,
             ..Default::default()
         },
@@ -300,7 +264,7 @@ async fn a_node_budget_or_a_deadline_stops_the_search() {
     // One thread: a search left running would hold it.
     let server = common::cluster::server(1, 1024).await;
     let mut client = connect(server.addr).await;
-    let long = || dlx(instance("costs/domino12x12"));
+    let long = || dlx(bench("costs/domino12x12"));
     // A node budget reached first: no solutions (the cheapest so far need
     // not be the cheapest), and the search stopped near the budget.
     let reply = solve(
@@ -344,7 +308,7 @@ async fn a_node_budget_or_a_deadline_stops_the_search() {
     let reply = solve(
         &mut client,
         pb::SolveRequest {
-            problem: dlx(instance("costs/assign8")),
+            problem: dlx(bench("costs/assign8")),
             cheapest: 1,
             ..Default::default()
         },
@@ -362,7 +326,7 @@ async fn a_node_budget_or_a_deadline_stops_the_search() {
 async fn refusals_name_the_field() {
     let server = common::cluster::server(1, 1024).await;
     let mut client = connect(server.addr).await;
-    let costs = || dlx(instance("costs/assign8"));
+    let costs = || dlx(bench("costs/assign8"));
     let cases: Vec<(pb::SolveRequest, &str, &str)> = vec![
         (
             pb::SolveRequest {
@@ -375,7 +339,7 @@ async fn refusals_name_the_field() {
         ),
         (
             pb::SolveRequest {
-                problem: dlx("a 2:2|b\na b\nb\n".into()),
+                problem: dlx("a 2:2|b\na b\nb\n"),
                 cheapest: 1,
                 ..Default::default()
             },
@@ -463,7 +427,7 @@ fn costed(solutions: &[pb::Solution]) -> Vec<(u64, Vec<u32>)> {
 async fn enumerate_and_create_job_give_what_solve_gives() {
     let server = common::cluster::server(2, 1024).await;
     let mut client = connect(server.addr).await;
-    let rooms = || dlx(instance("costs/rooms12"));
+    let rooms = || dlx(bench("costs/rooms12"));
     let solved = solve(
         &mut client,
         pb::SolveRequest {
@@ -598,7 +562,7 @@ async fn durable_server(dir: &std::path::Path) -> xccd::service::server::Running
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_durable_job_stores_its_k_and_searches_again_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let long = || dlx(instance("costs/domino12x12"));
+    let long = || dlx(bench("costs/domino12x12"));
     let server = durable_server(dir.path()).await;
     let mut client = connect(server.addr).await;
     let expected = costed(

@@ -14,8 +14,7 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,7 +33,7 @@ use pb::enumerate_response::Event;
 use wire::coordinator_message::Kind as FromCoordinator;
 use wire::worker_message::Kind as ToCoordinator;
 
-type Client = pb::solver_service_client::SolverServiceClient<Channel>;
+use common::service::{connect, create_job, wait_for, xccd_with_token, Client, Log, Process};
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -90,27 +89,9 @@ fn any_port() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
 
-async fn connect(addr: SocketAddr) -> Client {
-    let channel = Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .expect("connect to the coordinator");
-    Client::new(channel).max_decoding_message_size(64 << 20)
-}
-
-/// Polls `cond` every 10 ms until it holds.
-async fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// An `xccd worker` process; killed when dropped.
 struct WorkerProcess {
-    child: Child,
+    process: Process,
     name: String,
 }
 
@@ -121,8 +102,8 @@ impl WorkerProcess {
 
     /// A worker with more environment (a test-only fault).
     fn start_with(addr: SocketAddr, name: &str, env: &[(&str, &str)]) -> WorkerProcess {
-        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cluster-{name}.log"));
-        let child = Command::new(XCCD)
+        let mut command = xccd_with_token(TOKEN);
+        command
             .args([
                 "worker",
                 "--coordinator",
@@ -131,38 +112,19 @@ impl WorkerProcess {
                 "1",
             ])
             .args(["--name", name])
-            .env("RUST_LOG", "info")
-            .env("XCCD_WORKER_TOKEN", TOKEN)
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(log).expect("a log file"))
-            .spawn()
-            .expect("start xccd worker");
+            .envs(env.iter().copied());
         WorkerProcess {
-            child,
+            process: Process::start(command, Log::Create(format!("cluster-{name}.log"))),
             name: name.to_string(),
         }
     }
 
     fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .args([signal, &self.child.id().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(status.success(), "kill {signal} {}", self.name);
+        self.process.signal(signal);
     }
 
     fn kill9(&mut self) {
-        self.child.kill().expect("kill -9");
-        self.child.wait().expect("reap");
-    }
-}
-
-impl Drop for WorkerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.process.kill9();
     }
 }
 
@@ -472,6 +434,7 @@ fn restart_dead(workers: &mut [WorkerProcess], addr: SocketAddr, env: &[(&str, &
     let mut restarted = 0;
     for worker in workers.iter_mut() {
         if worker
+            .process
             .child
             .try_wait()
             .expect("a worker's status")
@@ -683,19 +646,16 @@ async fn with_no_worker_calls_say_so_and_end_unavailable_after_the_grace() {
     assert_no_workers(&status);
     // A submitted job waits past the grace, saying why, and runs once a
     // worker joins.
-    let job_id = client
-        .create_job(pb::CreateJobRequest {
+    let job_id = create_job(
+        &mut client,
+        pb::CreateJobRequest {
             source: enumerate_request(&text, false)
                 .problem
                 .map(pb::create_job_request::Source::Problem),
             ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .job
-        .expect("CreateJob returns the job")
-        .name;
+        },
+    )
+    .await;
     tokio::time::sleep(grace + Duration::from_millis(500)).await;
     let get = pb::GetJobRequest {
         name: job_id,
@@ -758,7 +718,7 @@ async fn a_worker_drains_on_sigterm_and_loses_nothing() {
     first.signal("-TERM");
     let started = Instant::now();
     let status = loop {
-        if let Some(status) = first.child.try_wait().unwrap() {
+        if let Some(status) = first.process.child.try_wait().unwrap() {
             break status;
         }
         assert!(

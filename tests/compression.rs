@@ -6,65 +6,13 @@
 mod common;
 
 use common::queens::queens_dlx;
+use common::service::{Log, Server};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use prost::Message;
 use xccd::service::proto as pb;
-
-const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
-
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start() -> Server {
-        let addr = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
-        let child = Command::new(XCCD)
-            .args(["serve", "--threads", "2", "--data-dir", "none"])
-            .args(["--listen", &addr.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start xccd serve");
-        Server { child, addr }
-    }
-
-    async fn connect(&mut self) -> h2::client::SendRequest<Bytes> {
-        let start = Instant::now();
-        let tcp = loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("the server exited ({status})");
-            }
-            match tokio::net::TcpStream::connect(self.addr).await {
-                Ok(tcp) => break tcp,
-                Err(_) if start.elapsed() < Duration::from_secs(30) => {
-                    tokio::time::sleep(Duration::from_millis(20)).await
-                }
-                Err(e) => panic!("the server does not serve: {e}"),
-            }
-        };
-        let (client, connection) = h2::client::handshake(tcp).await.expect("HTTP/2");
-        tokio::spawn(connection);
-        client
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -158,8 +106,8 @@ async fn solve(
 
 #[tokio::test]
 async fn gzip_requests_are_answered_and_answers_are_gzipped_when_asked() {
-    let mut server = Server::start();
-    let mut client = server.connect().await;
+    let mut server = Server::start(&["--threads", "2", "--data-dir", "none"], Log::Null);
+    let mut client = server.h2().await;
     let request = pb::SolveRequest {
         problem: Some(pb::Problem {
             source: Some(pb::problem::Source::Dlx(queens_dlx(8))),

@@ -9,21 +9,19 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::fixtures::instance;
 use common::rng::Rng;
-use tonic::transport::Channel;
 use tonic::Code;
 use xccd::service::proto as pb;
 use xccd::xcc::dlx_format;
 
-type Client = pb::solver_service_client::SolverServiceClient<Channel>;
+use common::service::{create_job, dlx, free_port, xccd_with_token, Client, Log, Process, XCCD};
 
-const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
 const TOKEN: &str = "durable-test-worker-token";
 
 /// Every solution, from the engine in this process (options ascending).
@@ -52,70 +50,12 @@ fn seed() -> u64 {
     seed
 }
 
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-/// An `xccd serve` or `xccd worker` process, killed when dropped.
-struct Process {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Process {
-    fn spawn(name: &str, args: &[String]) -> Process {
-        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("durable-{name}.log"));
-        let child = Command::new(XCCD)
-            .args(args)
-            .env("RUST_LOG", "info")
-            .env("XCCD_WORKER_TOKEN", TOKEN)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&log)
-                    .expect("a log file"),
-            )
-            .spawn()
-            .expect("start xccd");
-        Process { child, log }
-    }
-
-    /// SIGKILL: no snapshot, no goodbye.
-    fn kill9(mut self) {
-        self.child.kill().expect("kill -9");
-        self.child.wait().expect("reap");
-    }
-
-    /// SIGTERM, and wait for the process to end.
-    fn terminate(mut self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(status.success());
-        let start = Instant::now();
-        while self.child.try_wait().expect("wait").is_none() {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "no exit 30 s after SIGTERM; log: {}",
-                self.log.display()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `xccd ARGS` at the tests' log level, with their worker token; its log,
+/// `durable-NAME.log`, is appended to across restarts.
+fn spawn(name: &str, args: &[String]) -> Process {
+    let mut command = xccd_with_token(TOKEN);
+    command.args(args);
+    Process::start(command, Log::Append(format!("durable-{name}.log")))
 }
 
 fn serve(name: &str, dir: &Path, listen: SocketAddr, extra: &[&str]) -> Process {
@@ -132,47 +72,19 @@ fn serve(name: &str, dir: &Path, listen: SocketAddr, extra: &[&str]) -> Process 
     .map(|s| s.to_string())
     .collect();
     args.extend(extra.iter().map(|s| s.to_string()));
-    Process::spawn(name, &args)
+    spawn(name, &args)
 }
 
 async fn connect(addr: SocketAddr, server: &mut Process) -> Client {
-    let start = Instant::now();
-    loop {
-        if let Ok(Some(status)) = server.child.try_wait() {
-            panic!(
-                "the server exited ({status}) before serving; log: {}",
-                server.log.display()
-            );
-        }
-        if let Ok(channel) = Channel::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-        {
-            return Client::new(channel).max_decoding_message_size(64 << 20);
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "the server does not serve"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    Client::new(server.channel(addr).await).max_decoding_message_size(64 << 20)
 }
 
 async fn submit(client: &mut Client, text: &str) -> String {
-    client
-        .create_job(pb::CreateJobRequest {
-            source: Some(pb::create_job_request::Source::Problem(pb::Problem {
-                source: Some(pb::problem::Source::Dlx(text.to_string())),
-            })),
-            ..Default::default()
-        })
-        .await
-        .expect("CreateJob")
-        .into_inner()
-        .job
-        .expect("CreateJob returns the job")
-        .name
+    let request = pb::CreateJobRequest {
+        source: dlx(text).map(pb::create_job_request::Source::Problem),
+        ..Default::default()
+    };
+    create_job(client, request).await
 }
 
 async fn get(client: &mut Client, job: &str) -> pb::Job {
@@ -384,7 +296,7 @@ async fn remote_workers_and_threads(threads: &str) {
     let workers_at = free_port();
     let workers: Vec<Process> = (0..2)
         .map(|i| {
-            Process::spawn(
+            spawn(
                 &format!("worker-{i}"),
                 &[
                     "worker".to_string(),

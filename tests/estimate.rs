@@ -18,6 +18,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use common::fixtures::instance;
+use common::service::dlx;
 use tonic::transport::Channel;
 use tonic::Code;
 use xccd::service::proto as pb;
@@ -342,12 +343,6 @@ fn the_command_refuses_bad_input() {
 // The RPC
 // ---------------------------------------------------------------------------
 
-fn dlx(text: &str) -> Option<pb::Problem> {
-    Some(pb::Problem {
-        source: Some(pb::problem::Source::Dlx(text.to_string())),
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rpc_estimates_on_a_real_server() {
     let server = start(ServeConfig {
@@ -369,7 +364,7 @@ async fn the_rpc_estimates_on_a_real_server() {
         .expect("connect");
     let mut client = pb::solver_service_client::SolverServiceClient::new(channel);
     let call = |probes: u64, seed: u64| pb::EstimateRequest {
-        problem: dlx(&instance("queens10")),
+        problem: dlx(instance("queens10")),
         probes,
         seed,
         engine: pb::Engine::Links as i32,
@@ -478,7 +473,7 @@ async fn the_rpc_needs_a_key_when_the_server_has_keys() {
         .expect("connect");
     let mut client = pb::solver_service_client::SolverServiceClient::new(channel);
     let message = || pb::EstimateRequest {
-        problem: dlx(&instance("queens8")),
+        problem: dlx(instance("queens8")),
         probes: 100,
         ..Default::default()
     };

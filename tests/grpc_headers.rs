@@ -9,18 +9,14 @@
 mod common;
 
 use common::queens::queens_dlx;
-use std::net::{SocketAddr, TcpListener};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use common::service::{Log, Server};
+use std::time::Duration;
 
 use bytes::Bytes;
 use prost::Message;
 use tonic::Code;
 use tonic_types::StatusExt;
 use xccd::service::proto as pb;
-
-const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
 
 /// A Solve request for `n` queens, as a gRPC frame.
 fn solve_frame(n: usize, limit: u64) -> Bytes {
@@ -36,58 +32,6 @@ fn solve_frame(n: usize, limit: u64) -> Bytes {
     frame.extend_from_slice(&(message.len() as u32).to_be_bytes());
     frame.extend_from_slice(&message);
     frame.into()
-}
-
-/// An `xccd serve` process; killed when dropped.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-    log: PathBuf,
-}
-
-impl Server {
-    fn start() -> Server {
-        let addr = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
-        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("grpc-headers-serve.log");
-        let child = Command::new(XCCD)
-            .args(["serve", "--threads", "2", "--data-dir", "none"])
-            .args(["--listen", &addr.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("start xccd serve");
-        Server { child, addr, log }
-    }
-
-    async fn connect(&mut self) -> h2::client::SendRequest<Bytes> {
-        let start = Instant::now();
-        let tcp = loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("the server exited ({status}); log: {}", self.log.display());
-            }
-            match tokio::net::TcpStream::connect(self.addr).await {
-                Ok(tcp) => break tcp,
-                Err(_) if start.elapsed() < Duration::from_secs(30) => {
-                    tokio::time::sleep(Duration::from_millis(20)).await
-                }
-                Err(e) => panic!("the server does not serve: {e}"),
-            }
-        };
-        let (client, connection) = h2::client::handshake(tcp).await.expect("HTTP/2");
-        tokio::spawn(connection);
-        client
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// What came back: the HTTP status, and the gRPC status if there is one
@@ -141,8 +85,11 @@ const GRPC: (&str, &str) = ("content-type", "application/grpc");
 
 #[tokio::test]
 async fn headers_get_the_statuses_the_grpc_spec_asks() {
-    let mut server = Server::start();
-    let mut client = server.connect().await;
+    let mut server = Server::start(
+        &["--threads", "2", "--data-dir", "none"],
+        Log::Create("grpc-headers-serve.log".into()),
+    );
+    let mut client = server.h2().await;
 
     // The control: a well-formed call is answered.
     let ok = call(

@@ -43,6 +43,7 @@
 mod common;
 
 use common::queens::queens_dlx;
+use common::service::dlx;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -178,12 +179,7 @@ async fn serve() -> RunningServer {
 }
 
 async fn connect(addr: SocketAddr) -> Clients {
-    let channel = Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect_timeout(Duration::from_secs(10))
-        .connect()
-        .await
-        .expect("connect to the server");
+    let channel = common::service::channel(addr).await;
     Clients {
         solver: SolverClient::new(channel.clone()).max_decoding_message_size(64 << 20),
         puzzles: PuzzleClient::new(channel).max_decoding_message_size(64 << 20),
@@ -205,12 +201,6 @@ async fn stop(server: RunningServer) {
 
 /// A small problem with two solutions, options {0, 1} and {2, 3}.
 const HEALTH_DLX: &str = "A B C\nA B\nC\nA\nB C\n";
-
-fn dlx(text: &str) -> Option<pb::Problem> {
-    Some(pb::Problem {
-        source: Some(pb::problem::Source::Dlx(text.to_string())),
-    })
-}
 
 /// A plain Solve that must give the right answer: `Err` says what went wrong.
 async fn health_check(clients: &Clients) -> Result<(), String> {
@@ -1541,7 +1531,7 @@ fn deep_calls() -> BoxedStrategy<Vec<Hostile>> {
             match which {
                 0 => vec![Hostile {
                     call: Call::Enumerate(pb::EnumerateRequest {
-                        problem: dlx(&queens_dlx(n)),
+                        problem: dlx(queens_dlx(n)),
                         count_only: true,
                         progress_interval_seconds: interval,
                         ..Default::default()
@@ -1566,7 +1556,7 @@ fn deep_calls() -> BoxedStrategy<Vec<Hostile>> {
                 }],
                 _ => vec![
                     plain(Call::CreateJob(pb::CreateJobRequest {
-                        source: dlx(&queens_dlx(n)).map(pb::create_job_request::Source::Problem),
+                        source: dlx(queens_dlx(n)).map(pb::create_job_request::Source::Problem),
                         max_nodes: 3_000_000,
                         keep_solutions: 1,
                         ..Default::default()
@@ -2007,7 +1997,7 @@ fn solve_with_a_huge_grpc_timeout_answers_normally() {
             let mut solver = clients.solver.clone();
             let call = solver.solve(with_timeout(
                 pb::SolveRequest {
-                    problem: dlx(&queens_dlx(12)),
+                    problem: dlx(queens_dlx(12)),
                     limit: 100_000,
                     ..Default::default()
                 },
@@ -2041,7 +2031,7 @@ fn enumerate_with_a_huge_grpc_timeout_answers_normally() {
                 let mut stream = solver
                     .enumerate(with_timeout(
                         pb::EnumerateRequest {
-                            problem: dlx(&queens_dlx(12)),
+                            problem: dlx(queens_dlx(12)),
                             count_only: true,
                             ..Default::default()
                         },
@@ -2136,7 +2126,7 @@ fn other_rpcs_with_a_huge_grpc_timeout_answer_normally() {
             // A job that runs while it is watched.
             let job = solver
                 .create_job(pb::CreateJobRequest {
-                    source: dlx(&queens_dlx(12)).map(pb::create_job_request::Source::Problem),
+                    source: dlx(queens_dlx(12)).map(pb::create_job_request::Source::Problem),
                     keep_solutions: 1,
                     ..Default::default()
                 })
@@ -2403,7 +2393,7 @@ fn progress_of_a_deep_search_in_this_process() {
         let mut solver = clients.solver.clone();
         let mut puzzles = clients.puzzles.clone();
         let submit = |max_nodes| pb::CreateJobRequest {
-            source: dlx(&queens_dlx(n)).map(pb::create_job_request::Source::Problem),
+            source: dlx(queens_dlx(n)).map(pb::create_job_request::Source::Problem),
             keep_solutions: 1,
             max_nodes,
             ..Default::default()
@@ -2469,7 +2459,7 @@ fn progress_of_a_deep_search_in_this_process() {
         }
         let enumerated = read_all(solver.enumerate(with_timeout(
             pb::EnumerateRequest {
-                problem: dlx(&queens_dlx(n)),
+                problem: dlx(queens_dlx(n)),
                 count_only: true,
                 progress_interval_seconds: 0.01,
                 ..Default::default()

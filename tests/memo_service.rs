@@ -9,35 +9,14 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use common::dominoes::dominoes;
-use tonic::transport::Channel;
 use tonic::Code;
 use xccd::service::proto as pb;
 
-type Client = pb::solver_service_client::SolverServiceClient<Channel>;
-
-fn instance(path: &str) -> String {
-    std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
-}
-
-fn dlx(text: String) -> Option<pb::Problem> {
-    Some(pb::Problem {
-        source: Some(pb::problem::Source::Dlx(text)),
-    })
-}
-
-async fn connect(addr: std::net::SocketAddr) -> Client {
-    let channel = Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect_timeout(Duration::from_secs(10))
-        .connect()
-        .await
-        .expect("connect to the server");
-    Client::new(channel)
-}
+use common::fixtures::{bench, instance};
+use common::service::{connect, dlx, reason_of, Client};
 
 /// The summary of a count-only Enumerate (its last event).
 async fn enumerate(client: &mut Client, request: pb::EnumerateRequest) -> pb::Summary {
@@ -63,14 +42,6 @@ async fn enumerate(client: &mut Client, request: pb::EnumerateRequest) -> pb::Su
     summary.expect("a summary")
 }
 
-fn reason_of(status: &tonic::Status) -> String {
-    use tonic_types::StatusExt;
-    status
-        .get_details_error_info()
-        .map(|info| info.reason)
-        .unwrap_or_default()
-}
-
 fn refused<T>(answer: Result<T, tonic::Status>) -> tonic::Status {
     answer.err().expect("refused")
 }
@@ -90,7 +61,7 @@ async fn memo_counts_through_enumerate_solve_and_jobs() {
     let summary = enumerate(
         &mut client,
         pb::EnumerateRequest {
-            problem: dlx(instance("bench/memo/domino8x8.dlx")),
+            problem: dlx(bench("memo/domino8x8")),
             count_only: true,
             memo: true,
             ..Default::default()
@@ -109,7 +80,7 @@ async fn memo_counts_through_enumerate_solve_and_jobs() {
         let summary = enumerate(
             &mut client,
             pb::EnumerateRequest {
-                problem: dlx(instance("bench/memo/domino4x7.dlx")),
+                problem: dlx(bench("memo/domino4x7")),
                 count_only: true,
                 memo,
                 ..Default::default()
@@ -123,7 +94,7 @@ async fn memo_counts_through_enumerate_solve_and_jobs() {
     let summary = enumerate(
         &mut client,
         pb::EnumerateRequest {
-            problem: dlx(instance("bench/memo/domino8x8.dlx")),
+            problem: dlx(bench("memo/domino8x8")),
             count_only: true,
             memo: true,
             limit: 1000,
@@ -137,7 +108,7 @@ async fn memo_counts_through_enumerate_solve_and_jobs() {
     // Solve: no solutions, the count of all of them.
     let answer = client
         .solve(pb::SolveRequest {
-            problem: dlx(instance("bench/memo/domino10x10.dlx")),
+            problem: dlx(bench("memo/domino10x10")),
             memo: true,
             ..Default::default()
         })
@@ -227,7 +198,7 @@ async fn memo_counts_through_enumerate_solve_and_jobs() {
 async fn memo_refuses_what_it_cannot_count_by_field() {
     let server = common::cluster::server(1, 1024).await;
     let mut client = connect(server.addr).await;
-    let domino = || dlx(instance("bench/memo/domino4x7.dlx"));
+    let domino = || dlx(bench("memo/domino4x7"));
 
     let status = refused(
         client
@@ -279,7 +250,7 @@ async fn memo_refuses_what_it_cannot_count_by_field() {
             let summary = enumerate(
                 &mut client,
                 pb::EnumerateRequest {
-                    problem: dlx(instance(&format!("bench/instances/{name}.dlx"))),
+                    problem: dlx(instance(name)),
                     count_only: true,
                     memo,
                     ..Default::default()

@@ -8,8 +8,9 @@
 mod common;
 
 use common::queens::queens_dlx;
-use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
+use common::service::{free_port, Log, Process, Server, XCCD};
+use std::net::SocketAddr;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tonic::transport::Channel;
@@ -19,17 +20,8 @@ use xccd::service::proto as pb;
 use xccd::service::proto::puzzle_service_client::PuzzleServiceClient;
 use xccd::service::proto::solver_service_client::SolverServiceClient;
 
-const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
-
 /// The address-space limit the processes run under.
 const ADDRESS_SPACE: &str = "--as=1610612736";
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
 
 /// Items `x0 .. x19999`, each in two one-item options: 20,000 levels deep,
 /// each level taking one item out of the active list (387 KB of DLX).
@@ -52,60 +44,17 @@ fn blank_hidato(n: usize) -> String {
         .collect::<String>()
 }
 
-/// An `xccd serve` process under the address-space limit, killed when
-/// dropped.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(args: &[&str]) -> Server {
-        let addr = free_port();
-        let child = Command::new("prlimit")
-            .arg(ADDRESS_SPACE)
-            .arg(XCCD)
-            .args(["serve", "--listen", &addr.to_string()])
-            .args(["--data-dir", "none"])
-            .args(if args.contains(&"--threads") {
-                &[][..]
-            } else {
-                &["--threads", "2"][..]
-            })
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("prlimit (util-linux) runs");
-        Server { child, addr }
+/// An `xccd serve` process under the address-space limit (of two threads
+/// unless `args` say), killed when dropped.
+fn serve(args: &[&str]) -> Server {
+    let mut command = Command::new("prlimit");
+    command.arg(ADDRESS_SPACE).arg(XCCD);
+    let mut all = vec!["--data-dir", "none"];
+    if !args.contains(&"--threads") {
+        all.extend(["--threads", "2"]);
     }
-
-    async fn channel(&self) -> Channel {
-        let start = Instant::now();
-        loop {
-            let endpoint = Channel::from_shared(format!("http://{}", self.addr)).unwrap();
-            if let Ok(channel) = endpoint.connect().await {
-                return channel;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "the server never answered"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    fn alive(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    all.extend_from_slice(args);
+    Server::start_with(command, &all, Log::Null)
 }
 
 fn with_deadline<T>(message: T, seconds: u64) -> tonic::Request<T> {
@@ -226,13 +175,13 @@ async fn send_the_three(channel: &Channel, engine: pb::Engine) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_under_an_address_space_limit_refuses_or_answers_and_lives() {
-    let mut server = Server::start(&[]);
+    let mut server = serve(&[]);
     let channel = server.channel().await;
     send_the_three(&channel, pb::Engine::Unspecified).await;
-    assert!(server.alive(), "the server died");
+    assert!(server.process.alive(), "the server died");
     // An explicit engine that cannot fit is refused, naming the limit.
     send_the_three(&channel, pb::Engine::Cells).await;
-    assert!(server.alive(), "the server died");
+    assert!(server.process.alive(), "the server died");
     let mut solver = SolverServiceClient::new(channel.clone());
     let status = solver
         .solve(pb::SolveRequest {
@@ -249,14 +198,14 @@ async fn a_server_under_an_address_space_limit_refuses_or_answers_and_lives() {
     assert_eq!(info.reason, "SEARCH_MEMORY_LIMIT");
     assert!(info.metadata["needed_bytes"].parse::<u64>().unwrap() > 1_500_000_000);
     queens8_answers(&channel).await;
-    assert!(server.alive());
+    assert!(server.process.alive());
 }
 
 /// With the limits raised past what the process may map, the engines' own
 /// allocations fail: the run ends with a failure, not the process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_allocation_that_fails_ends_the_run_not_the_server() {
-    let mut server = Server::start(&[
+    let mut server = serve(&[
         "--max-search-memory",
         "8G",
         "--max-total-search-memory",
@@ -281,9 +230,9 @@ async fn an_allocation_that_fails_ends_the_run_not_the_server() {
         status.message().contains("out of memory"),
         "the status says why: {status:?}"
     );
-    assert!(server.alive(), "the server died");
+    assert!(server.process.alive(), "the server died");
     queens8_answers(&channel).await;
-    assert!(server.alive());
+    assert!(server.process.alive());
 }
 
 #[test]
@@ -321,35 +270,16 @@ fn the_cli_under_an_address_space_limit_answers_or_says_why() {
 const TOKEN: &str = "memory-test-worker-token-0123456789";
 
 /// An `xccd worker` under the address-space limit, killed when dropped.
-struct Worker(Child);
-
-impl Worker {
-    fn start(workers: SocketAddr) -> Worker {
-        let child = Command::new("prlimit")
-            .arg(ADDRESS_SPACE)
-            .arg(XCCD)
-            .args(["worker", "--threads", "1"])
-            .args(["--coordinator", &format!("http://{workers}")])
-            .env("XCCD_WORKER_TOKEN", TOKEN)
-            .env_remove("XCCD_MAX_SEARCH_MEMORY")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Worker(child)
-    }
-
-    fn alive(&mut self) -> bool {
-        self.0.try_wait().unwrap().is_none()
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+fn worker(workers: SocketAddr) -> Process {
+    let mut command = Command::new("prlimit");
+    command
+        .arg(ADDRESS_SPACE)
+        .arg(XCCD)
+        .args(["worker", "--threads", "1"])
+        .args(["--coordinator", &format!("http://{workers}")])
+        .env("XCCD_WORKER_TOKEN", TOKEN)
+        .env_remove("XCCD_MAX_SEARCH_MEMORY");
+    Process::start(command, Log::Null)
 }
 
 /// A coordinator whose own limit lets `auto` pick the cells engine for the
@@ -359,29 +289,27 @@ impl Drop for Worker {
 /// slitherlink and the hidato likewise get a clear status or an answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_hand_back_leases_they_cannot_fit_and_live() {
-    let addr = free_port();
     let workers = free_port();
-    let mut coordinator = Server {
-        child: Command::new(XCCD)
-            .args(["serve", "--threads", "0", "--listen", &addr.to_string()])
-            .args(["--worker-listen", &workers.to_string()])
-            .args(["--data-dir", "none"])
-            .args([
-                "--max-search-memory",
-                "8G",
-                "--max-total-search-memory",
-                "8G",
-            ])
-            .env("XCCD_WORKER_TOKEN", TOKEN)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-        addr,
-    };
+    let mut command = Command::new(XCCD);
+    command.env("XCCD_WORKER_TOKEN", TOKEN);
+    let mut coordinator = Server::start_with(
+        command,
+        &[
+            "--threads",
+            "0",
+            "--worker-listen",
+            &workers.to_string(),
+            "--data-dir",
+            "none",
+            "--max-search-memory",
+            "8G",
+            "--max-total-search-memory",
+            "8G",
+        ],
+        Log::Null,
+    );
     let channel = coordinator.channel().await;
-    let mut pool = [Worker::start(workers), Worker::start(workers)];
+    let mut pool = [worker(workers), worker(workers)];
     // The workers are connected once a small search is answered.
     queens8_answers(&channel).await;
     let mut solver = SolverServiceClient::new(channel.clone());
@@ -426,7 +354,7 @@ async fn workers_hand_back_leases_they_cannot_fit_and_live() {
     for worker in &mut pool {
         assert!(worker.alive(), "a worker died");
     }
-    assert!(coordinator.alive());
+    assert!(coordinator.process.alive());
 }
 
 /// Under a server budget that holds one chain's search and not two, a
@@ -434,7 +362,7 @@ async fn workers_hand_back_leases_they_cannot_fit_and_live() {
 /// while the first runs, an answer once it is cancelled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_that_does_not_fit_beside_the_running_ones_is_told_to_retry() {
-    let mut server = Server::start(&["--threads", "1", "--max-total-search-memory", "12M"]);
+    let mut server = serve(&["--threads", "1", "--max-total-search-memory", "12M"]);
     let channel = server.channel().await;
     let mut solver = SolverServiceClient::new(channel.clone());
     let chain_problem = || {
@@ -488,5 +416,5 @@ async fn a_job_that_does_not_fit_beside_the_running_ones_is_told_to_retry() {
             }
         }
     }
-    assert!(server.alive());
+    assert!(server.process.alive());
 }

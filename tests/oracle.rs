@@ -23,7 +23,7 @@ mod common;
 use common::random_problems::{self, ItemSpec, Shape, Spec};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
-use xccd::xcc::problem::{EntrySpec, ItemKind};
+use xccd::xcc::problem::ItemKind;
 use xccd::xcc::{
     dlx_format, Collect, CountOnly, Engine, Layout, Problem, ProblemBuilder, RunConfig, Solver,
     Stats, Status, Task,
@@ -45,30 +45,16 @@ impl Spec {
     }
 
     fn build(&self) -> Problem {
-        let names: Vec<String> = (0..self.items.len()).map(|i| self.name(i)).collect();
-        let colors: Vec<String> = (0..8).map(|c| format!("c{c}")).collect();
-        let mut b = ProblemBuilder::new();
-        for (i, item) in self.items.iter().enumerate() {
-            match *item {
-                ItemSpec::Primary { min, max } => {
-                    b.primary_with_bounds(&names[i], min, max).unwrap();
-                }
-                ItemSpec::Secondary => {
-                    b.secondary(&names[i]).unwrap();
-                }
-            }
-        }
-        for (k, opt) in self.options.iter().enumerate() {
-            let (index, kept) = b
-                .option(opt.iter().map(|&(item, color)| EntrySpec {
-                    item: &names[item],
-                    color: color.map(|c| colors[c as usize].as_str()),
-                }))
-                .unwrap();
-            assert_eq!(index, k);
-            assert_eq!(kept, opt.iter().any(|&(i, _)| self.is_primary(i)));
-        }
-        b.build().unwrap()
+        self.build_with(
+            |i| self.name(i),
+            |k, index, kept| {
+                assert_eq!(index, k);
+                assert_eq!(
+                    kept,
+                    self.options[k].iter().any(|&(i, _)| self.is_primary(i))
+                );
+            },
+        )
     }
 
     /// Options that take part in the search: those with a primary item.

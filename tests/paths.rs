@@ -24,27 +24,25 @@ mod common;
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::cluster::{server, Worker};
+use common::service::wait_for;
 use common::{brute_solutions, random_case, Case, Rng};
 use tonic::transport::Channel;
 use xccd::puzzles::{self, Encoded, FutoshikiEncoding, Kind, Puzzle};
 use xccd::run::SideCondition;
-use xccd::service::cluster::ClusterConfig;
-use xccd::service::credentials::WorkerToken;
 use xccd::service::job::Event;
 use xccd::service::proto as pb;
 use xccd::service::proto::puzzle_service_client::PuzzleServiceClient;
 use xccd::service::puzzle_input::puzzle_message;
-use xccd::service::server::{start, RunningServer, ServeConfig};
+use xccd::service::server::RunningServer;
 use xccd::service::{Delivery, JobSpec, Pool, PoolConfig};
 
 const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
 /// The token the cluster's workers present.
-const TOKEN: &str = "paths-test-worker-token";
 /// Polls this often: small searches still split into many tasks.
 const POLL_NODES: u64 = 8;
 
@@ -303,28 +301,6 @@ async fn grpc(what: &str, client: &mut Client, case: &Case, expected: &BTreeSet<
 
 // ----- Servers and workers -----
 
-async fn server(threads: usize) -> RunningServer {
-    start(ServeConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        pool: PoolConfig {
-            threads,
-            max_jobs: 16,
-            poll_interval: POLL_NODES,
-            ..PoolConfig::default()
-        },
-        cluster: ClusterConfig {
-            heartbeat_interval: Duration::from_millis(100),
-            lease_timeout: Duration::from_secs(2),
-            token: Some(WorkerToken::new(TOKEN).unwrap()),
-            ..ClusterConfig::default()
-        },
-        worker_listen: (threads == 0).then(|| "127.0.0.1:0".parse().unwrap()),
-        ..ServeConfig::default()
-    })
-    .await
-    .expect("the server starts on loopback")
-}
-
 async fn connect(addr: SocketAddr) -> Client {
     let channel = Channel::from_shared(format!("http://{addr}"))
         .unwrap()
@@ -332,44 +308,6 @@ async fn connect(addr: SocketAddr) -> Client {
         .await
         .expect("connect");
     PuzzleServiceClient::new(channel).max_decoding_message_size(64 << 20)
-}
-
-/// An `xccd worker` process, killed when dropped.
-struct Worker(Child);
-
-impl Worker {
-    fn start(addr: SocketAddr, name: &str) -> Worker {
-        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("paths-{name}.log"));
-        Worker(
-            Command::new(XCCD)
-                .args(["worker", "--coordinator", &format!("http://{addr}")])
-                .args(["--threads", "1", "--name", name])
-                .env("XCCD_WORKER_TOKEN", TOKEN)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(log).expect("a log file"))
-                .spawn()
-                .expect("start xccd worker"),
-        )
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "{what}: not in 30 s"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 // ----- The test -----
@@ -405,7 +343,7 @@ async fn every_path_gives_the_brute_force_solutions() {
     let local = started.elapsed();
 
     // A server with two threads.
-    let served = server(2).await;
+    let served = server(2, POLL_NODES).await;
     let mut client = connect(served.addr).await;
     let url = format!("http://{}", served.addr);
     for (case, expected) in cases.iter().zip(&expected) {
@@ -424,13 +362,16 @@ async fn every_path_gives_the_brute_force_solutions() {
     let server_time = started.elapsed() - local;
 
     // A cluster: a pure coordinator and two worker processes.
-    let coordinator = server(0).await;
+    let coordinator = server(0, POLL_NODES).await;
     let mut client = connect(coordinator.addr).await;
     let mut workers = vec![
-        Worker::start(coordinator.worker_addr.unwrap(), "a"),
-        Worker::start(coordinator.worker_addr.unwrap(), "b"),
+        Worker::start(XCCD, coordinator.worker_addr.unwrap(), "paths", "a", 1),
+        Worker::start(XCCD, coordinator.worker_addr.unwrap(), "paths", "b", 1),
     ];
-    wait_for("two workers", || coordinator.pool.remote_slots() == 2).await;
+    wait_for("two workers", Duration::from_secs(30), || {
+        coordinator.pool.remote_slots() == 2
+    })
+    .await;
     let half = cases.len() / 2;
     for (k, (case, expected)) in cases.iter().zip(&expected).enumerate() {
         if k == half {
@@ -487,7 +428,13 @@ async fn kill_mid_enumeration(
                     let mut victim = workers.remove(0);
                     victim.0.kill().expect("SIGKILL");
                     victim.0.wait().expect("reaped");
-                    workers.push(Worker::start(coordinator.worker_addr.unwrap(), "c"));
+                    workers.push(Worker::start(
+                        XCCD,
+                        coordinator.worker_addr.unwrap(),
+                        "paths",
+                        "c",
+                        1,
+                    ));
                 }
             }
             Some(pb::enumerate_puzzle_response::Event::Summary(s)) => summary = Some(s),
@@ -499,7 +446,7 @@ async fn kill_mid_enumeration(
     assert!(summary.exhausted);
     assert_eq!(summary.solutions, 80_626);
     same("cluster, a worker killed", &case, &expected, got);
-    wait_for("the replacement worker", || {
+    wait_for("the replacement worker", Duration::from_secs(30), || {
         coordinator.pool.remote_slots() == 2
     })
     .await;

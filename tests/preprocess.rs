@@ -16,6 +16,9 @@
 //!   solutions of the input, the same cheapest costs.
 //! - Bad input is an error with exit code 2, never a panic.
 
+mod common;
+
+use common::service::{Log, Server};
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -412,53 +415,6 @@ proptest! {
     }
 }
 
-/// `xccd serve` on a free loopback port (2 threads, no store), killed when
-/// dropped.
-struct Server {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Server {
-    fn start() -> Server {
-        let listen = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_xccd"))
-            .args(["serve", "--threads", "2", "--data-dir", "none"])
-            .args(["--listen", &listen.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start xccd serve");
-        let start = std::time::Instant::now();
-        while std::net::TcpStream::connect(listen).is_err() {
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "xccd serve exited at once"
-            );
-            assert!(
-                start.elapsed() < std::time::Duration::from_secs(30),
-                "xccd serve did not listen within 30 s"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        Server {
-            child,
-            url: format!("http://{listen}"),
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// `solve --count` with `extra` arguments.
 fn cli_count(path: &str, extra: &[&str]) -> String {
     let mut args = vec!["solve", path, "--count", "-q"];
@@ -470,8 +426,11 @@ fn cli_count(path: &str, extra: &[&str]) -> String {
 
 #[test]
 fn preprocess_with_threads_and_a_server_finds_the_same_solutions() {
-    let server = Server::start();
-    let url = server.url.as_str();
+    // `xccd serve` on a free loopback port (2 threads, no store).
+    let mut server = Server::start(&["--threads", "2", "--data-dir", "none"], Log::Null);
+    server.wait_listening();
+    let url = server.url();
+    let url = url.as_str();
     for name in [
         "sudoku_hard17",
         "color_simple",

@@ -22,58 +22,15 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use tonic::transport::Channel;
 use tonic::Code;
 use xccd::service::proto as pb;
 use xccd::xcc::preprocess::{preprocess, Config};
 use xccd::xcc::{dlx_format, Problem};
 
-type Client = pb::solver_service_client::SolverServiceClient<Channel>;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn instance(case: &str) -> String {
-    std::fs::read_to_string(root().join(format!("bench/{case}.dlx"))).unwrap()
-}
-
-fn dlx(text: String) -> Option<pb::Problem> {
-    Some(pb::Problem {
-        source: Some(pb::problem::Source::Dlx(text)),
-    })
-}
-
-async fn connect(addr: std::net::SocketAddr) -> Client {
-    let channel = Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect_timeout(Duration::from_secs(10))
-        .connect()
-        .await
-        .expect("connect to the server");
-    Client::new(channel)
-        .max_decoding_message_size(64 << 20)
-        .max_encoding_message_size(64 << 20)
-}
-
-fn reason_of(status: &tonic::Status) -> String {
-    use tonic_types::StatusExt;
-    status
-        .get_details_error_info()
-        .map(|info| info.reason)
-        .unwrap_or_default()
-}
-
-fn fields_of(status: &tonic::Status) -> Vec<String> {
-    use tonic_types::StatusExt;
-    status
-        .get_details_bad_request()
-        .map(|b| b.field_violations.into_iter().map(|v| v.field).collect())
-        .unwrap_or_default()
-}
+use common::fixtures::bench;
+use common::service::{connect, dlx, fields_of, reason_of, Client};
 
 /// Every solution of an Enumerate, each sorted, as a set (none twice), and
 /// the summary.
@@ -183,9 +140,11 @@ const REDUCED: [&str; 5] = [
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn solve_enumerate_and_jobs_give_the_unpreprocessed_solutions() {
     let server = common::cluster::server(2, 1024).await;
-    let mut client = connect(server.addr).await;
+    let mut client = connect(server.addr)
+        .await
+        .max_encoding_message_size(64 << 20);
     for case in REDUCED {
-        let text = instance(case);
+        let text = bench(case);
         let problem: Problem = dlx_format::parse(&text).unwrap();
         let request = |preprocess: bool, packed: bool| pb::EnumerateRequest {
             problem: dlx(text.clone()),
@@ -312,9 +271,11 @@ async fn wait_done(client: &mut Client, name: &str, limit: Duration) -> pb::Job 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memo_and_cheapest_answer_the_same_after_preprocessing() {
     let server = common::cluster::server(2, 1024).await;
-    let mut client = connect(server.addr).await;
+    let mut client = connect(server.addr)
+        .await
+        .max_encoding_message_size(64 << 20);
     for case in REDUCED {
-        let text = instance(case);
+        let text = bench(case);
         let count = |preprocess: bool| pb::EnumerateRequest {
             problem: dlx(text.clone()),
             count_only: true,
@@ -333,7 +294,7 @@ async fn memo_and_cheapest_answer_the_same_after_preprocessing() {
         "costs/rooms12",
         "instances/queens8",
     ] {
-        let text = instance(case);
+        let text = bench(case);
         let problem: Problem = dlx_format::parse(&text).unwrap();
         let costs = |solutions: &[pb::Solution]| {
             let mut c: Vec<u64> = solutions.iter().map(|s| s.cost).collect();
@@ -375,7 +336,9 @@ async fn a_remote_worker_searches_the_reduced_problem() {
         assert!(Instant::now() < deadline, "the worker joins");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let mut client = connect(server.addr).await;
+    let mut client = connect(server.addr)
+        .await
+        .max_encoding_message_size(64 << 20);
     // The in-process library's answer, then the cluster's with and without
     // preprocessing.
     for case in [
@@ -383,7 +346,7 @@ async fn a_remote_worker_searches_the_reduced_problem() {
         "instances/color_debruijn4",
         "instances/sudoku_hard17",
     ] {
-        let text = instance(case);
+        let text = bench(case);
         let request = |preprocess: bool| pb::EnumerateRequest {
             problem: dlx(text.clone()),
             preprocess,
@@ -406,7 +369,9 @@ async fn a_remote_worker_searches_the_reduced_problem() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_name_preprocess() {
     let server = common::cluster::server(1, 1024).await;
-    let mut client = connect(server.addr).await;
+    let mut client = connect(server.addr)
+        .await
+        .max_encoding_message_size(64 << 20);
     let refused = |status: tonic::Status| {
         assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
         assert_eq!(reason_of(&status), "INVALID_ARGUMENT", "{status:?}");
@@ -462,10 +427,12 @@ async fn refusals_name_preprocess() {
     })
     .await
     .unwrap();
-    let mut client = connect(small.addr).await;
+    let mut client = connect(small.addr)
+        .await
+        .max_encoding_message_size(64 << 20);
     let status = client
         .solve(pb::SolveRequest {
-            problem: dlx(instance("instances/sudoku_hard17")),
+            problem: dlx(bench("instances/sudoku_hard17")),
             preprocess: true,
             ..Default::default()
         })
@@ -497,11 +464,13 @@ async fn durable_server(dir: &std::path::Path) -> xccd::service::server::Running
 async fn a_durable_preprocessed_job_resumes_after_a_restart() {
     // pent6x10: DLX-PRE removes 144 options; its 9356 solutions (Knuth's
     // DLX2, bench/knuth-reference.tsv) take seconds on one thread.
-    let text = instance("instances/pent6x10");
+    let text = bench("instances/pent6x10");
     let problem = dlx_format::parse(&text).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let server = durable_server(dir.path()).await;
-    let mut client = connect(server.addr).await;
+    let mut client = connect(server.addr)
+        .await
+        .max_encoding_message_size(64 << 20);
     let job = client
         .create_job(pb::CreateJobRequest {
             source: Some(pb::create_job_request::Source::Problem(
@@ -521,7 +490,9 @@ async fn a_durable_preprocessed_job_resumes_after_a_restart() {
     drop(client);
     server.shutdown().await.expect("clean shutdown");
     let server = durable_server(dir.path()).await;
-    let mut client = connect(server.addr).await;
+    let mut client = connect(server.addr)
+        .await
+        .max_encoding_message_size(64 << 20);
     let done = wait_done(&mut client, &job.name, Duration::from_secs(120)).await;
     let summary = done.summary.unwrap();
     assert_eq!(

@@ -1,88 +1,33 @@
 //! Requests that used to exhaust the server now get a clear status, and the
 //! server's memory stays bounded.
 
-use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tonic::transport::Channel;
 use tonic::Code;
 use xccd::service::proto as pb;
-use xccd::service::proto::solver_service_client::SolverServiceClient;
 
-const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
+mod common;
+use common::service::{create_job, dlx, Log, Server};
 
-type Client = SolverServiceClient<Channel>;
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
+/// An `xccd serve` process of one thread whose jobs stay in memory (what
+/// these tests measure).
+fn serve(args: &[&str]) -> Server {
+    let mut all = vec!["--threads", "1", "--data-dir", "none"];
+    all.extend_from_slice(args);
+    Server::start(&all, Log::Null)
 }
 
-/// An `xccd serve` process, killed when dropped.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(args: &[&str]) -> Server {
-        let addr = free_port();
-        let child = Command::new(XCCD)
-            .args(["serve", "--threads", "1", "--listen", &addr.to_string()])
-            // Memory is what these tests measure: jobs stay in it.
-            .args(["--data-dir", "none"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Server { child, addr }
-    }
-
-    async fn client(&self) -> Client {
-        let start = Instant::now();
-        loop {
-            let endpoint = Channel::from_shared(format!("http://{}", self.addr)).unwrap();
-            if let Ok(channel) = endpoint.connect().await {
-                return Client::new(channel)
-                    .max_encoding_message_size(usize::MAX)
-                    .max_decoding_message_size(64 << 20);
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "the server never answered"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// The resident memory of the server process, in MiB.
-    fn rss_mib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let kib: u64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap();
-        kib / 1024
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn dlx(text: String) -> Option<pb::Problem> {
-    Some(pb::Problem {
-        source: Some(pb::problem::Source::Dlx(text)),
-    })
+/// The resident memory of the server process, in MiB.
+fn rss_mib(server: &Server) -> u64 {
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", server.process.child.id())).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib / 1024
 }
 
 /// A problem of about `mib` MiB of DLX text: 1,000 primary items, options
@@ -105,28 +50,25 @@ fn big_problem(mib: usize) -> String {
 /// --max-retained-jobs the oldest ended jobs are forgotten.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ended_jobs_keep_no_problem_and_are_capped() {
-    let server = Server::start(&["--max-retained-jobs", "20"]);
+    let mut server = serve(&["--max-retained-jobs", "20"]);
     let mut client = server.client().await;
     let problem = big_problem(8);
     let mut ids = Vec::new();
     let mut peak = 0;
     for _ in 0..60 {
-        let id = client
-            .create_job(pb::CreateJobRequest {
+        let id = create_job(
+            &mut client,
+            pb::CreateJobRequest {
                 source: dlx(problem.clone()).map(pb::create_job_request::Source::Problem),
                 max_nodes: 1,
                 ..Default::default()
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .job
-            .expect("CreateJob returns the job")
-            .name;
+            },
+        )
+        .await;
         ids.push(id);
-        peak = peak.max(server.rss_mib());
+        peak = peak.max(rss_mib(&server));
         if ids.len() % 10 == 0 {
-            eprintln!("after {} jobs: {} MiB", ids.len(), server.rss_mib());
+            eprintln!("after {} jobs: {} MiB", ids.len(), rss_mib(&server));
         }
     }
     // Wait for the last jobs to end, then list.
@@ -166,14 +108,14 @@ async fn ended_jobs_keep_no_problem_and_are_capped() {
         .await
         .unwrap_err();
     assert_eq!(status.code(), Code::NotFound);
-    let rss = server.rss_mib();
+    let rss = rss_mib(&server);
     eprintln!("server memory after 60 jobs of 8 MiB: {rss} MiB (peak {peak} MiB)");
     assert!(peak < 600, "the server grew to {peak} MiB");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn huge_tokens_and_requests_get_short_clear_errors() {
-    let server = Server::start(&["--max-problem-bytes", "4194304"]);
+    let mut server = serve(&["--max-problem-bytes", "4194304"]);
     let mut client = server.client().await;
     // A 1 MB unknown item name: the error names it in a few dozen
     // characters, not twice a megabyte.
@@ -213,7 +155,7 @@ async fn huge_tokens_and_requests_get_short_clear_errors() {
     // And the server serves on.
     let reply = client
         .solve(pb::SolveRequest {
-            problem: dlx("A B\nA\nB\n".into()),
+            problem: dlx("A B\nA\nB\n"),
             ..Default::default()
         })
         .await
@@ -228,7 +170,7 @@ async fn huge_tokens_and_requests_get_short_clear_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn puzzles_too_large_to_encode_are_refused_before_encoding() {
     use xccd::service::proto::puzzle_service_client::PuzzleServiceClient;
-    let server = Server::start(&[]);
+    let mut server = serve(&[]);
     let mut solver = server.client().await;
     let channel = Channel::from_shared(format!("http://{}", server.addr))
         .unwrap()
@@ -261,7 +203,7 @@ async fn puzzles_too_large_to_encode_are_refused_before_encoding() {
     let start = Instant::now();
     let reply = solver
         .solve(pb::SolveRequest {
-            problem: dlx(include_str!("../examples/queens8.dlx").into()),
+            problem: dlx(include_str!("../examples/queens8.dlx")),
             ..Default::default()
         })
         .await
@@ -282,6 +224,6 @@ async fn puzzles_too_large_to_encode_are_refused_before_encoding() {
         small < Duration::from_secs(2),
         "a small Solve waited {small:?}"
     );
-    let rss = server.rss_mib();
+    let rss = rss_mib(&server);
     assert!(rss < 200, "the server grew to {rss} MiB");
 }

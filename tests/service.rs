@@ -40,9 +40,8 @@ use xccd::service::{Delivery, JobSpec, Pool, PoolConfig};
 use xccd::xcc::{dlx_format, Collect, Engine, Problem, RunConfig, Solver, Task};
 
 use common::fixtures::instance;
+use common::service::{connect, create_job, dlx, wait_for, Client};
 use pb::enumerate_response::Event;
-
-type Client = pb::solver_service_client::SolverServiceClient<Channel>;
 
 /// Runs the tests one at a time (see the module's documentation).
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -103,12 +102,6 @@ async fn all_solutions(problem: &Problem) -> BTreeSet<Vec<u32>> {
     })
     .await
     .unwrap()
-}
-
-fn dlx(text: &str) -> Option<pb::Problem> {
-    Some(pb::Problem {
-        source: Some(pb::problem::Source::Dlx(text.to_string())),
-    })
 }
 
 fn structured(s: pb::StructuredProblem) -> Option<pb::Problem> {
@@ -209,37 +202,12 @@ async fn serve(config: ServeConfig) -> RunningServer {
     start(config).await.expect("the server starts on loopback")
 }
 
-async fn connect(addr: SocketAddr) -> Client {
-    let endpoint = Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect_timeout(Duration::from_secs(10));
-    let channel = within("connect", STEP, endpoint.connect())
-        .await
-        .expect("connect to the server");
-    Client::new(channel).max_decoding_message_size(64 << 20)
-}
-
 /// Awaits `f`, failing the test if it takes longer than `limit`.
 async fn within<F: Future>(what: &str, limit: Duration, f: F) -> F::Output {
     match tokio::time::timeout(limit, f).await {
         Ok(out) => out,
         Err(_) => panic!("{what}: no answer within {limit:?}"),
     }
-}
-
-/// Polls `cond` every 10 ms until it holds; returns how long that took.
-async fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    for _ in 0..1_000_000 {
-        if cond() {
-            return start.elapsed();
-        }
-        if start.elapsed() > limit {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{what}: not within {limit:?}");
 }
 
 /// Waits until the pool has no job and no busy worker; returns the time.
@@ -964,17 +932,14 @@ async fn cancel_mid_enumeration() {
     let mut client = connect(server.addr).await;
 
     // A submitted job, cancelled with CancelJob once both workers run it.
-    let id = client
-        .create_job(pb::CreateJobRequest {
-            source: dlx(&instance("queens15")).map(pb::create_job_request::Source::Problem),
+    let id = create_job(
+        &mut client,
+        pb::CreateJobRequest {
+            source: dlx(instance("queens15")).map(pb::create_job_request::Source::Problem),
             ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .job
-        .expect("CreateJob returns the job")
-        .name;
+        },
+    )
+    .await;
     let p = pool.clone();
     wait_for("both workers busy with queens15", STEP, move || {
         p.busy_workers() == 2
@@ -1073,7 +1038,7 @@ async fn cancel_mid_enumeration() {
     for (name, count_only) in [("queens15", false), ("pent6x10", true), ("queens15", true)] {
         let mut stream = client
             .enumerate(pb::EnumerateRequest {
-                problem: dlx(&instance(name)),
+                problem: dlx(instance(name)),
                 count_only,
                 batch_size: 64,
                 progress_interval_seconds: 0.05,
@@ -1121,7 +1086,7 @@ async fn enumerate_past_deadline(
     pause: Duration,
 ) -> (Result<(), Status>, Events, Duration) {
     let mut request = Request::new(pb::EnumerateRequest {
-        problem: dlx(&instance(name)),
+        problem: dlx(instance(name)),
         count_only,
         batch_size,
         progress_interval_seconds: 0.05,
@@ -1190,17 +1155,14 @@ async fn deadline_expires_mid_stream() {
     }
 
     // WatchJob: the watch ends with DEADLINE_EXCEEDED, the job goes on.
-    let id = client
-        .create_job(pb::CreateJobRequest {
-            source: dlx(&instance("queens15")).map(pb::create_job_request::Source::Problem),
+    let id = create_job(
+        &mut client,
+        pb::CreateJobRequest {
+            source: dlx(instance("queens15")).map(pb::create_job_request::Source::Problem),
             ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .job
-        .expect("CreateJob returns the job")
-        .name;
+        },
+    )
+    .await;
     let mut request = Request::new(pb::WatchJobRequest {
         name: id.clone(),
         include_solutions: true,
@@ -1274,7 +1236,7 @@ async fn deadline_passing_while_the_client_does_not_read() {
     .unwrap();
     let mut client = Client::new(channel);
     let mut request = Request::new(pb::EnumerateRequest {
-        problem: dlx(&instance("queens15")),
+        problem: dlx(instance("queens15")),
         batch_size: 256,
         ..Default::default()
     });
@@ -1360,7 +1322,7 @@ async fn many_concurrent_clients() {
 
     let mut big = client
         .enumerate(pb::EnumerateRequest {
-            problem: dlx(&instance("pent6x10")),
+            problem: dlx(instance("pent6x10")),
             count_only: true,
             ..Default::default()
         })
@@ -1403,7 +1365,7 @@ async fn many_concurrent_clients() {
             let ev = enumerate_all(
                 &mut client,
                 pb::EnumerateRequest {
-                    problem: dlx(&instance(name)),
+                    problem: dlx(instance(name)),
                     count_only: true,
                     ..Default::default()
                 },
@@ -1796,17 +1758,14 @@ async fn limits_are_enforced() {
     let _serial = SERIAL.lock().await;
     let server = serve(config(1)).await;
     let mut client = connect(server.addr).await;
-    let id = client
-        .create_job(pb::CreateJobRequest {
-            source: dlx(&instance("pent6x10")).map(pb::create_job_request::Source::Problem),
+    let id = create_job(
+        &mut client,
+        pb::CreateJobRequest {
+            source: dlx(instance("pent6x10")).map(pb::create_job_request::Source::Problem),
             ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .job
-        .expect("CreateJob returns the job")
-        .name;
+        },
+    )
+    .await;
     let small = instance("queens8");
     let r = client
         .create_job(pb::CreateJobRequest {
@@ -1910,7 +1869,7 @@ async fn progress_is_monotone_and_ends_at_one() {
         let ev = enumerate_all(
             &mut client,
             pb::EnumerateRequest {
-                problem: dlx(&instance(name)),
+                problem: dlx(instance(name)),
                 count_only,
                 progress_interval_seconds: 0.05,
                 ..Default::default()
@@ -2083,7 +2042,7 @@ async fn graceful_shutdown_ends_open_streams() {
     for (name, count_only) in [("queens15", false), ("pent6x10", true)] {
         let mut stream = client
             .enumerate(pb::EnumerateRequest {
-                problem: dlx(&instance(name)),
+                problem: dlx(instance(name)),
                 count_only,
                 progress_interval_seconds: 0.05,
                 ..Default::default()
@@ -2206,7 +2165,7 @@ async fn packed_solutions_are_the_same_solutions() {
     let refused = enumerate_all(
         &mut client,
         pb::EnumerateRequest {
-            problem: dlx(&instance("latin4")),
+            problem: dlx(instance("latin4")),
             packed_solutions: true,
             include_option_text: true,
             ..Default::default()
@@ -2234,7 +2193,7 @@ async fn packed_streams_default_to_full_batches_of_4096() {
     let ev = enumerate_all(
         &mut client,
         pb::EnumerateRequest {
-            problem: dlx(&instance("latin5")),
+            problem: dlx(instance("latin5")),
             packed_solutions: true,
             ..Default::default()
         },
@@ -2256,7 +2215,7 @@ async fn packed_streams_default_to_full_batches_of_4096() {
     let ev = enumerate_all(
         &mut client,
         pb::EnumerateRequest {
-            problem: dlx(&instance("latin5")),
+            problem: dlx(instance("latin5")),
             ..Default::default()
         },
     )
@@ -2377,7 +2336,7 @@ async fn enumerate_batches_respect_batch_size() {
     for (name, batch_size) in [("queens12", 10u32), ("latin4", 100)] {
         let mut stream = client
             .enumerate(pb::EnumerateRequest {
-                problem: dlx(&instance(name)),
+                problem: dlx(instance(name)),
                 batch_size,
                 ..Default::default()
             })
@@ -2447,17 +2406,14 @@ async fn jobs_are_resources_listed_in_pages_with_machine_readable_errors() {
     let before = std::time::SystemTime::now();
     let mut ids = Vec::new();
     for _ in 0..5 {
-        let id = client
-            .create_job(pb::CreateJobRequest {
-                source: dlx(&instance("queens8")).map(pb::create_job_request::Source::Problem),
+        let id = create_job(
+            &mut client,
+            pb::CreateJobRequest {
+                source: dlx(instance("queens8")).map(pb::create_job_request::Source::Problem),
                 ..Default::default()
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .job
-            .expect("CreateJob returns the job")
-            .name;
+            },
+        )
+        .await;
         assert!(
             id.strip_prefix("jobs/")
                 .is_some_and(|n| n.parse::<u64>().is_ok()),
@@ -2542,18 +2498,11 @@ async fn jobs_are_resources_listed_in_pages_with_machine_readable_errors() {
     let server = serve(config(1)).await;
     let mut client = connect(server.addr).await;
     let long = || pb::CreateJobRequest {
-        source: dlx(&instance("queens15")).map(pb::create_job_request::Source::Problem),
+        source: dlx(instance("queens15")).map(pb::create_job_request::Source::Problem),
         count_only: true,
         ..Default::default()
     };
-    let first = client
-        .create_job(long())
-        .await
-        .unwrap()
-        .into_inner()
-        .job
-        .expect("CreateJob returns the job")
-        .name;
+    let first = create_job(&mut client, long()).await;
     let refused = client.create_job(long()).await.unwrap_err();
     assert_eq!(refused.code(), Code::ResourceExhausted);
     let details = refused.get_error_details();
@@ -2629,7 +2578,7 @@ async fn small_calls_are_served_while_long_jobs_hold_every_worker_and_slot() {
     }
     let r = client
         .enumerate(pb::EnumerateRequest {
-            problem: dlx(&instance("queens8")),
+            problem: dlx(instance("queens8")),
             count_only: true,
             ..Default::default()
         })
@@ -2804,7 +2753,7 @@ async fn a_slow_reader_gets_progress_while_solutions_wait() {
         "Enumerate",
         STEP,
         client.enumerate(pb::EnumerateRequest {
-            problem: dlx(&instance("queens15")),
+            problem: dlx(instance("queens15")),
             batch_size: 4096,
             progress_interval_seconds: 0.2,
             ..Default::default()

@@ -10,9 +10,9 @@
 mod common;
 
 use common::queens::queens_dlx;
-use std::net::{SocketAddr, TcpListener};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use common::service::{create_job, free_port, xccd_with_token, Log, Process, XCCD};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tonic::transport::Channel;
@@ -23,7 +23,6 @@ use xccd::service::proto as pb;
 type Solver = pb::solver_service_client::SolverServiceClient<Channel>;
 type Puzzles = pb::puzzle_service_client::PuzzleServiceClient<Channel>;
 
-const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
 const TOKEN: &str = "shutdown-test-worker-token";
 
 fn problem(n: usize) -> Option<pb::Problem> {
@@ -32,96 +31,18 @@ fn problem(n: usize) -> Option<pb::Problem> {
     })
 }
 
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
+/// `xccd ARGS` at the tests' log level, with their worker token.
+fn spawn(name: &str, args: &[&str]) -> Process {
+    let mut command = xccd_with_token(TOKEN);
+    command.args(args);
+    Process::start(command, Log::Create(format!("shutdown-{name}.log")))
 }
 
-/// An `xccd` process; killed when dropped.
-struct Process {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Process {
-    fn spawn(name: &str, args: &[&str]) -> Process {
-        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("shutdown-{name}.log"));
-        let child = Command::new(XCCD)
-            .args(args)
-            .env("RUST_LOG", "info")
-            .env("XCCD_WORKER_TOKEN", TOKEN)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("a log file"))
-            .spawn()
-            .expect("start xccd");
-        Process { child, log }
-    }
-
-    fn serve(name: &str, listen: SocketAddr, extra: &[&str]) -> Process {
-        let listen = listen.to_string();
-        let mut args = vec!["serve", "--listen", &listen, "--data-dir", "none"];
-        args.extend_from_slice(extra);
-        Process::spawn(name, &args)
-    }
-
-    fn sigterm(&self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(status.success());
-    }
-
-    /// Waits for the process to exit after SIGTERM; its exit code.
-    fn exited(&mut self) -> Option<i32> {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return status.code();
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "no exit 30 s after SIGTERM; log: {}",
-                self.log.display()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn channel(addr: SocketAddr, server: &mut Process) -> Channel {
-    let start = Instant::now();
-    loop {
-        if let Ok(Some(status)) = server.child.try_wait() {
-            panic!(
-                "the server exited ({status}) before serving; log: {}",
-                server.log.display()
-            );
-        }
-        if let Ok(channel) = Channel::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .connect()
-            .await
-        {
-            return channel;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "the server does not serve; log: {}",
-            server.log.display()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+fn serve(name: &str, listen: SocketAddr, extra: &[&str]) -> Process {
+    let listen = listen.to_string();
+    let mut args = vec!["serve", "--listen", &listen, "--data-dir", "none"];
+    args.extend_from_slice(extra);
+    spawn(name, &args)
 }
 
 /// One message of a stream, whatever the RPC.
@@ -212,17 +133,17 @@ fn enumerate_event(m: pb::EnumerateResponse) -> Seen {
 
 async fn enumerate_is_cut_off(what: &str, server_args: &[&str], worker: bool, count_only: bool) {
     let addr = free_port();
-    let mut server = Process::serve(what, addr, server_args);
+    let mut server = serve(what, addr, server_args);
     let _worker = worker.then(|| {
         // A pure coordinator listens for workers on the next port.
         let workers = SocketAddr::new(addr.ip(), addr.port() + 1);
         let coordinator = format!("http://{workers}");
-        Process::spawn(
+        spawn(
             &format!("{what}-worker"),
             &["worker", "--coordinator", &coordinator, "--threads", "1"],
         )
     });
-    let mut client = Solver::new(channel(addr, &mut server).await);
+    let mut client = Solver::new(server.channel(addr).await);
     let stream = client
         .enumerate(pb::EnumerateRequest {
             problem: problem(18),
@@ -254,8 +175,8 @@ async fn enumerate_on_a_coordinator_ends_unavailable_after_its_summary() {
 #[tokio::test]
 async fn enumerate_puzzle_ends_unavailable_after_its_summary() {
     let addr = free_port();
-    let mut server = Process::serve("puzzle", addr, &["--threads", "2"]);
-    let mut client = Puzzles::new(channel(addr, &mut server).await);
+    let mut server = serve("puzzle", addr, &["--threads", "2"]);
+    let mut client = Puzzles::new(server.channel(addr).await);
     // Latin squares of order 9: far more than any test could count.
     let blank = ". . . . . . . . .\n".repeat(9);
     let stream = client
@@ -286,20 +207,17 @@ async fn enumerate_puzzle_ends_unavailable_after_its_summary() {
 #[tokio::test]
 async fn watch_job_ends_unavailable_after_its_summary() {
     let addr = free_port();
-    let mut server = Process::serve("watch", addr, &["--threads", "2"]);
-    let mut client = Solver::new(channel(addr, &mut server).await);
-    let job = client
-        .create_job(pb::CreateJobRequest {
+    let mut server = serve("watch", addr, &["--threads", "2"]);
+    let mut client = Solver::new(server.channel(addr).await);
+    let job = create_job(
+        &mut client,
+        pb::CreateJobRequest {
             source: problem(18).map(pb::create_job_request::Source::Problem),
             count_only: true,
             ..Default::default()
-        })
-        .await
-        .expect("CreateJob")
-        .into_inner()
-        .job
-        .expect("CreateJob returns the job")
-        .name;
+        },
+    )
+    .await;
     let stream = client
         .watch_job(pb::WatchJobRequest {
             name: job,
@@ -332,8 +250,8 @@ fn fruitless_queens(n: usize) -> String {
 #[tokio::test]
 async fn solve_answers_unavailable_when_cut_short() {
     let addr = free_port();
-    let mut server = Process::serve("solve", addr, &["--threads", "2"]);
-    let mut client = Solver::new(channel(addr, &mut server).await);
+    let mut server = serve("solve", addr, &["--threads", "2"]);
+    let mut client = Solver::new(server.channel(addr).await);
     let call = tokio::spawn(async move {
         client
             .solve(pb::SolveRequest {
@@ -362,9 +280,9 @@ async fn solve_answers_unavailable_when_cut_short() {
 #[tokio::test]
 async fn a_cut_off_count_on_a_server_exits_3_and_says_it_is_partial() {
     let addr = free_port();
-    let mut server = Process::serve("cli", addr, &["--threads", "2"]);
+    let mut server = serve("cli", addr, &["--threads", "2"]);
     // Serving before the client starts.
-    channel(addr, &mut server).await;
+    server.channel(addr).await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("queens18.dlx");
     std::fs::write(&file, queens_dlx(18)).unwrap();

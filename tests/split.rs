@@ -30,13 +30,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use common::random_problems::{self, ItemSpec, Shape, Spec};
+use common::random_problems::{self, Shape, Spec};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use xccd::run::{
     run_task, Batch, Control, Ledger, Port, QueuedTask, RunEnd, RunPoint, RunSpec, Stop, Taken,
 };
-use xccd::xcc::problem::EntrySpec;
 use xccd::xcc::{
     Collect, Decision, Engine, Flow, Outcome, Problem, ProblemBuilder, ProgressView, Request,
     RunConfig, SolutionView, Solver, Stats, Status, Task, Visitor, ALL,
@@ -1521,27 +1520,7 @@ fn path_past_the_last_alternative_is_rejected() {
 
 impl Spec {
     fn build(&self) -> Problem {
-        let names: Vec<String> = (0..self.items.len()).map(|i| format!("i{i}")).collect();
-        let colors: Vec<String> = (0..8).map(|c| format!("c{c}")).collect();
-        let mut b = ProblemBuilder::new();
-        for (i, item) in self.items.iter().enumerate() {
-            match *item {
-                ItemSpec::Primary { min, max } => {
-                    b.primary_with_bounds(&names[i], min, max).unwrap();
-                }
-                ItemSpec::Secondary => {
-                    b.secondary(&names[i]).unwrap();
-                }
-            }
-        }
-        for opt in &self.options {
-            b.option(opt.iter().map(|&(item, color)| EntrySpec {
-                item: &names[item],
-                color: color.map(|c| colors[c as usize].as_str()),
-            }))
-            .unwrap();
-        }
-        b.build().unwrap()
+        self.build_with(|i| format!("i{i}"), |_, _, _| {})
     }
 }
 

@@ -6,9 +6,9 @@
 
 mod common;
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::fixtures::instance;
@@ -16,16 +16,7 @@ use tonic::transport::Channel;
 use tonic::Code;
 use xccd::service::proto as pb;
 
-type Client = pb::solver_service_client::SolverServiceClient<Channel>;
-
-const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
+use common::service::{create_job, dlx, free_port, reason_of, Client, Log, Process, XCCD};
 
 /// A mount, unmounted when dropped (even when the test fails).
 struct Mount(PathBuf);
@@ -58,83 +49,22 @@ impl Drop for Mount {
     }
 }
 
-struct Server {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Server {
-    fn start(name: &str, dir: &Path, listen: SocketAddr) -> Server {
-        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("store-{name}.log"));
-        let child = Command::new(XCCD)
-            .args(["serve", "--listen", &listen.to_string(), "--threads", "1"])
-            .args(["--snapshot-interval", "0.1", "--data-dir"])
-            .arg(dir)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("a log file"))
-            .spawn()
-            .expect("start xccd");
-        Server { child, log }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    async fn connect(&mut self, addr: SocketAddr) -> Client {
-        let start = Instant::now();
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!(
-                    "the server exited ({status}) before serving: {}",
-                    self.log()
-                );
-            }
-            if let Ok(channel) = Channel::from_shared(format!("http://{addr}"))
-                .unwrap()
-                .connect()
-                .await
-            {
-                return Client::new(channel);
-            }
-            assert!(start.elapsed() < Duration::from_secs(30), "no server");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// SIGTERM, and wait for the exit.
-    fn terminate(mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let start = Instant::now();
-        while self.child.try_wait().expect("wait").is_none() {
-            assert!(start.elapsed() < Duration::from_secs(30), "no exit");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn dlx(text: &str) -> pb::Problem {
-    pb::Problem {
-        source: Some(pb::problem::Source::Dlx(text.to_string())),
-    }
-}
-
 fn request(text: &str) -> pb::CreateJobRequest {
     pb::CreateJobRequest {
-        source: Some(pb::create_job_request::Source::Problem(dlx(text))),
+        source: Some(pb::create_job_request::Source::Problem(dlx(text).unwrap())),
         ..Default::default()
     }
+}
+
+/// `xccd serve` of one thread on `listen`, its store in `dir`.
+fn serve(name: &str, dir: &Path, listen: SocketAddr) -> Process {
+    let mut command = Command::new(XCCD);
+    command
+        .args(["serve", "--listen", &listen.to_string(), "--threads", "1"])
+        .args(["--snapshot-interval", "0.1", "--data-dir"])
+        .arg(dir)
+        .env("RUST_LOG", "info");
+    Process::start(command, Log::Create(format!("store-{name}.log")))
 }
 
 async fn get(client: &mut Client, job: &str) -> pb::Job {
@@ -178,28 +108,13 @@ async fn store_health(client_addr: SocketAddr) -> i32 {
         .status
 }
 
-fn reason(status: &tonic::Status) -> String {
-    use tonic_types::StatusExt;
-    status
-        .get_details_error_info()
-        .map(|info| info.reason)
-        .unwrap_or_default()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_store_starts_degraded_and_says_read_only() {
     let dir = tempfile::tempdir().unwrap();
     let addr = free_port();
-    let mut server = Server::start("ro-1", dir.path(), addr);
-    let mut client = server.connect(addr).await;
-    let job = client
-        .create_job(request(&instance("queens8")))
-        .await
-        .expect("CreateJob")
-        .into_inner()
-        .job
-        .expect("CreateJob returns the job")
-        .name;
+    let mut server = serve("ro-1", dir.path(), addr);
+    let mut client = Client::new(server.channel(addr).await);
+    let job = create_job(&mut client, request(&instance("queens8"))).await;
     assert_eq!(wait_done(&mut client, &job).await.stored_solutions, 92);
     server.terminate();
     let Some(_bind) = Mount::new(&["--bind", &dir.path().display().to_string()], dir.path()) else {
@@ -209,8 +124,8 @@ async fn a_read_only_store_starts_degraded_and_says_read_only() {
         return;
     };
 
-    let mut server = Server::start("ro-2", dir.path(), addr);
-    let mut client = server.connect(addr).await;
+    let mut server = serve("ro-2", dir.path(), addr);
+    let mut client = Client::new(server.channel(addr).await);
     let read = get(&mut client, &job).await;
     assert_eq!(read.stored_solutions, 92);
     let refused = client
@@ -218,7 +133,7 @@ async fn a_read_only_store_starts_degraded_and_says_read_only() {
         .await
         .expect_err("a read-only store takes no job");
     assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
-    assert_eq!(reason(&refused), "STORE_READ_ONLY");
+    assert_eq!(reason_of(&refused), "STORE_READ_ONLY");
     assert!(
         refused.message().contains("read-only"),
         "{}",
@@ -228,7 +143,11 @@ async fn a_read_only_store_starts_degraded_and_says_read_only() {
         store_health(addr).await,
         tonic_health::pb::health_check_response::ServingStatus::NotServing as i32
     );
-    assert!(server.log().contains("read-only"), "{}", server.log());
+    assert!(
+        server.log_text().contains("read-only"),
+        "{}",
+        server.log_text()
+    );
 }
 
 /// A job's summary once it has ended.
@@ -268,17 +187,10 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
         return;
     };
     let addr = free_port();
-    let mut server = Server::start("full-1", dir.path(), addr);
-    let mut client = server.connect(addr).await;
+    let mut server = serve("full-1", dir.path(), addr);
+    let mut client = Client::new(server.channel(addr).await);
     // queens15's 2,279,184 solutions take far more than 12 MiB.
-    let filler = client
-        .create_job(request(&instance("queens15")))
-        .await
-        .expect("CreateJob")
-        .into_inner()
-        .job
-        .expect("CreateJob returns the job")
-        .name;
+    let filler = create_job(&mut client, request(&instance("queens15"))).await;
     let failed = wait_ended(&mut client, &filler).await;
     let summary = failed.summary.expect("a summary");
     assert_eq!(summary.reason, pb::EndReason::Failed as i32, "{summary:?}");
@@ -295,7 +207,7 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
     // The server keeps serving, and says the store is full.
     let solved = client
         .solve(pb::SolveRequest {
-            problem: Some(dlx(&instance("queens8"))),
+            problem: dlx(instance("queens8")),
             ..Default::default()
         })
         .await
@@ -306,20 +218,20 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
         .create_job(request(&instance("queens8")))
         .await
         .expect_err("a full store takes no job");
-    assert_eq!(reason(&refused), "STORE_DISK_FULL", "{refused:?}");
+    assert_eq!(reason_of(&refused), "STORE_DISK_FULL", "{refused:?}");
     server.terminate();
     eprintln!("free on the full volume: {} bytes", free_bytes(dir.path()));
 
     // The restart on the full volume: degraded from the first moment.
     let started = Instant::now();
-    let mut server = Server::start("full-2", dir.path(), addr);
-    let mut client = server.connect(addr).await;
+    let mut server = serve("full-2", dir.path(), addr);
+    let mut client = Client::new(server.channel(addr).await);
     eprintln!("restart on the full volume: {:?}", started.elapsed());
     assert_eq!(
         store_health(addr).await,
         ServingStatus::NotServing as i32,
         "{}",
-        server.log()
+        server.log_text()
     );
     let read = get(&mut client, &filler).await;
     assert_eq!(read.stored_solutions, kept);
@@ -337,7 +249,7 @@ async fn a_full_store_restarts_degraded_and_deleting_a_job_gives_room_for_new_on
         .create_job(request(&instance("queens8")))
         .await
         .expect_err("a full store takes no job");
-    assert_eq!(reason(&refused), "STORE_DISK_FULL", "{refused:?}");
+    assert_eq!(reason_of(&refused), "STORE_DISK_FULL", "{refused:?}");
 
     let deleting = Instant::now();
     client

@@ -15,6 +15,13 @@ pub fn instance(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The text of `bench/PATH.dlx` (`costs/assign8`, `memo/domino4x7`).
+pub fn bench(path: &str) -> String {
+    let path =
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/bench")).join(format!("{path}.dlx"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// Every solution of `problem`, each its option indices in the order the
 /// engine chose them, by one run of the root task in this process.
 pub fn all_solutions(problem: &Problem) -> BTreeSet<Vec<u32>> {

@@ -34,6 +34,7 @@ pub mod packed;
 pub mod queens;
 pub mod random_problems;
 pub mod rng;
+pub mod service;
 pub mod slitherlink;
 pub mod sudoku;
 

@@ -8,6 +8,8 @@
 use std::ops::RangeInclusive;
 
 use proptest::prelude::*;
+use xccd::xcc::problem::EntrySpec;
+use xccd::xcc::{Problem, ProblemBuilder};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ItemSpec {
@@ -22,6 +24,41 @@ pub enum ItemSpec {
 pub struct Spec {
     pub items: Vec<ItemSpec>,
     pub options: Vec<Vec<(usize, Option<u8>)>>,
+}
+
+impl Spec {
+    /// The problem, its items named by `name` (by index), its colors `c0`,
+    /// `c1`...; `added(k, index, kept)` hears of each option the builder
+    /// takes (its index, and whether it has a primary item and is kept).
+    pub fn build_with(
+        &self,
+        name: impl Fn(usize) -> String,
+        mut added: impl FnMut(usize, usize, bool),
+    ) -> Problem {
+        let names: Vec<String> = (0..self.items.len()).map(name).collect();
+        let colors: Vec<String> = (0..8).map(|c| format!("c{c}")).collect();
+        let mut b = ProblemBuilder::new();
+        for (i, item) in self.items.iter().enumerate() {
+            match *item {
+                ItemSpec::Primary { min, max } => {
+                    b.primary_with_bounds(&names[i], min, max).unwrap();
+                }
+                ItemSpec::Secondary => {
+                    b.secondary(&names[i]).unwrap();
+                }
+            }
+        }
+        for (k, opt) in self.options.iter().enumerate() {
+            let (index, kept) = b
+                .option(opt.iter().map(|&(item, color)| EntrySpec {
+                    item: &names[item],
+                    color: color.map(|c| colors[c as usize].as_str()),
+                }))
+                .unwrap();
+            added(k, index, kept);
+        }
+        b.build().unwrap()
+    }
 }
 
 /// What problems a strategy draws.
