@@ -1,7 +1,8 @@
 //! Durable jobs: a job submitted to a server with a data directory ends with
 //! exactly the solutions of an uninterrupted run, however often its server
 //! is killed (`kill -9`, a real process) and started again on the same
-//! directory, with local threads or remote workers; its solutions read back
+//! directory (or database: the PostgreSQL store), with local threads or
+//! remote workers; its solutions read back
 //! in pages and from an index; a damaged store stops the start with a clear
 //! error. Kill moments are random (the seed is printed; set
 //! `XCCD_DURABLE_SEED` to replay one).
@@ -274,6 +275,44 @@ async fn a_job_killed_at_random_moments_ends_exact_on_local_threads() {
     .await;
     check_exact(&mut client, &job, &expected).await;
     drop(server);
+}
+
+/// The same on the PostgreSQL store (`--store postgres://...`, a server
+/// of the test's own): every stop a `kill -9`, and nothing in the data
+/// directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_killed_at_random_moments_ends_exact_on_postgres() {
+    let Some(database) = common::postgres::server() else {
+        return;
+    };
+    let url = database.url();
+    let mut rng = Rng::new(seed());
+    let text = instance("queens14");
+    let expected = all_solutions(&text);
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_port();
+    let (server, mut client, job) = kill_and_restart(
+        &mut rng,
+        4,
+        false,
+        |round| {
+            serve(
+                &format!("postgres-{round}"),
+                dir.path(),
+                addr,
+                &["--threads", "2", "--store", &url],
+            )
+        },
+        addr,
+        &text,
+    )
+    .await;
+    check_exact(&mut client, &job, &expected).await;
+    drop(server);
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "the data directory stays empty"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,8 @@
 //!   worker busy, against the goal of issue 14 (p99 within 10 ms);
 //! - getjob: GetJob(max_solutions=1) on a job keeping 100,000 solutions,
 //!   and Solve(queens8) while two clients poll it (issue 24);
+//! - durable: a durable job with every solution stored, on SQLite and on
+//!   PostgreSQL, against the same job kept in memory;
 //! - searches: a memoized count (DLX6) and the cheapest solutions (DLX5)
 //!   through Solve over loopback against the library's own call, the same
 //!   answer checked.
@@ -318,30 +320,33 @@ async fn submitted(
     }
 }
 
-/// The cost of the job store: a submitted job with every solution stored
-/// against the same job kept in memory (its first 100 solutions), the
-/// bytes a stored solution takes on disk, and reading them all back.
-async fn durability(set: &BenchSet, out: Rows) -> Result<(), CliError> {
-    let name = "queens15";
-    let (_, text) = set.load(name)?;
-    let memory_server = start_server(2).await?;
+/// One run of a durable job on a store: its seconds, CPU seconds (of this
+/// process), the job, and the seconds to read its solutions back (plain
+/// and packed).
+struct StoredRun {
+    seconds: f64,
+    cpu: f64,
+    solutions: u64,
+    read_s: f64,
+    packed_read_s: f64,
+}
+
+/// Runs `text` as a durable job on a server of `config`, checks that
+/// every solution is stored (as many as `memory_solutions`, the
+/// memory-only run's) and reads them all back.
+async fn stored_run(
+    name: &str,
+    text: &str,
+    config: ServeConfig,
+    memory_solutions: u64,
+) -> Result<StoredRun, CliError> {
+    let server = start(config)
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?;
     let cpu = cpu_seconds();
-    let (memory_s, memory_job) = submitted(&memory_server, &text).await?;
-    let memory_cpu = cpu_seconds() - cpu;
-    let _ = memory_server.shutdown().await;
-    let data = std::env::temp_dir().join(format!("xccd-bench-store-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data);
-    let server = start(ServeConfig {
-        data_dir: Some(data.clone()),
-        ..local_server_config(2)
-    })
-    .await
-    .map_err(|e| CliError::Failed(e.to_string()))?;
-    let cpu = cpu_seconds();
-    let (stored_s, job) = submitted(&server, &text).await?;
-    let stored_cpu = cpu_seconds() - cpu;
+    let (seconds, job) = submitted(&server, text).await?;
+    let cpu = cpu_seconds() - cpu;
     let solutions = job.summary.as_ref().map_or(0, |s| s.solutions);
-    let memory_solutions = memory_job.summary.as_ref().map_or(0, |s| s.solutions);
     if job.stored_solutions != solutions || solutions != memory_solutions {
         return Err(CliError::Failed(format!(
             "{name}: {} stored of {solutions} found ({memory_solutions} in memory)",
@@ -352,37 +357,71 @@ async fn durability(set: &BenchSet, out: Rows) -> Result<(), CliError> {
     let (read, read_s) = read_stored(&mut client, &job.name, false).await?;
     let (packed_read, packed_read_s) = read_stored(&mut client, &job.name, true).await?;
     let _ = server.shutdown().await;
+    if read != solutions || packed_read != solutions {
+        return Err(CliError::Failed(format!(
+            "{name}: read back {read} (packed: {packed_read}) of {solutions} stored solutions"
+        )));
+    }
+    Ok(StoredRun {
+        seconds,
+        cpu,
+        solutions,
+        read_s,
+        packed_read_s,
+    })
+}
+
+/// The goal of issue 29: a durable queens15 on PostgreSQL at most this many
+/// times a memory-only one.
+const POSTGRES_GOAL: f64 = 1.5;
+
+/// The cost of the job store: a submitted job with every solution stored
+/// against the same job kept in memory (its first 100 solutions), the
+/// bytes a stored solution takes on disk, and reading them all back; on
+/// the SQLite store, and on PostgreSQL (a server of the bench's own, where
+/// PostgreSQL is installed; `XCCD_BENCH_STORE_URL` names another, whose
+/// database must be empty of jobs).
+async fn durability(set: &BenchSet, out: Rows) -> Result<(), CliError> {
+    let name = "queens15";
+    let (_, text) = set.load(name)?;
+    let memory_server = start_server(2).await?;
+    let cpu = cpu_seconds();
+    let (memory_s, memory_job) = submitted(&memory_server, &text).await?;
+    let memory_cpu = cpu_seconds() - cpu;
+    let _ = memory_server.shutdown().await;
+    let memory_solutions = memory_job.summary.as_ref().map_or(0, |s| s.solutions);
+    let data = std::env::temp_dir().join(format!("xccd-bench-store-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    let sqlite = stored_run(
+        name,
+        &text,
+        ServeConfig {
+            data_dir: Some(data.clone()),
+            ..local_server_config(2)
+        },
+        memory_solutions,
+    )
+    .await?;
     let bytes: u64 = std::fs::read_dir(&data)
         .map_err(|e| CliError::Failed(e.to_string()))?
         .filter_map(|entry| entry.ok()?.metadata().ok())
         .map(|m| m.len())
         .sum();
     let _ = std::fs::remove_dir_all(&data);
-    if read != solutions || packed_read != solutions {
-        return Err(CliError::Failed(format!(
-            "{name}: read back {read} (packed: {packed_read}) of {solutions} stored solutions"
-        )));
-    }
-    out.row(
-        "durable",
-        json!({
-            "instance": name,
-            "solutions": solutions,
-            "memory_s": num(memory_s),
-            "stored_s": num(stored_s),
-            "ratio": num(stored_s / memory_s),
-            "memory_cpu_s": num(memory_cpu),
-            "store_cpu_s": num(stored_cpu),
-            "store_bytes": bytes,
-            "bytes_per_solution": num(bytes as f64 / solutions.max(1) as f64),
-            "read_s": num(read_s),
-            "packed_read_s": num(packed_read_s),
-        }),
-    );
+    let postgres = match postgres_run(name, &text, memory_solutions).await? {
+        Some(run) => Some(run),
+        None => {
+            out.text("durable_postgres: skipped, no PostgreSQL (install Debian's postgresql, or set XCCD_BENCH_STORE_URL)");
+            None
+        }
+    };
+    let mut rows = vec![("durable", sqlite, bytes)];
+    rows.extend(postgres.map(|(run, bytes)| ("durable_postgres", run, bytes)));
     out.text("");
     out.text("durable jobs (CreateJob, 2 workers): every solution stored vs kept in memory");
     out.text(format_args!(
-        "{:<9} {:>10} {:>9} {:>9} {:>6} {:>10} {:>10} {:>11} {:>6} {:>7} {:>13}",
+        "{:<16} {:<9} {:>10} {:>9} {:>9} {:>6} {:>10} {:>10} {:>11} {:>6} {:>7} {:>13}",
+        "store",
         "instance",
         "solutions",
         "memory s",
@@ -395,21 +434,95 @@ async fn durability(set: &BenchSet, out: Rows) -> Result<(), CliError> {
         "read s",
         "packed read s"
     ));
-    out.text(format_args!(
-        "{:<9} {:>10} {:>9.3} {:>9.3} {:>6.2} {:>10.2} {:>10.2} {:>11} {:>6.1} {:>7.3} {:>13.3}",
-        name,
-        solutions,
-        memory_s,
-        stored_s,
-        stored_s / memory_s,
-        memory_cpu,
-        stored_cpu,
-        bytes,
-        bytes as f64 / solutions.max(1) as f64,
-        read_s,
-        packed_read_s
-    ));
+    for (row, run, bytes) in rows {
+        let ratio = run.seconds / memory_s;
+        let mut fields = json!({
+            "instance": name,
+            "solutions": run.solutions,
+            "memory_s": num(memory_s),
+            "stored_s": num(run.seconds),
+            "ratio": num(ratio),
+            "memory_cpu_s": num(memory_cpu),
+            "store_cpu_s": num(run.cpu),
+            "store_bytes": bytes,
+            "bytes_per_solution": num(bytes as f64 / run.solutions.max(1) as f64),
+            "read_s": num(run.read_s),
+            "packed_read_s": num(run.packed_read_s),
+        });
+        if row == "durable_postgres" {
+            fields["solutions_per_s"] = num(run.solutions as f64 / run.seconds);
+            fields["goal_ratio"] = num(POSTGRES_GOAL);
+            fields["meets_goal"] = json!(ratio <= POSTGRES_GOAL);
+        }
+        out.row(row, fields);
+        out.text(format_args!(
+            "{:<16} {:<9} {:>10} {:>9.3} {:>9.3} {:>6.2} {:>10.2} {:>10.2} {:>11} {:>6.1} {:>7.3} {:>13.3}",
+            if row == "durable" { "sqlite" } else { "postgres" },
+            name,
+            run.solutions,
+            memory_s,
+            run.seconds,
+            ratio,
+            memory_cpu,
+            run.cpu,
+            bytes,
+            bytes as f64 / run.solutions.max(1) as f64,
+            run.read_s,
+            run.packed_read_s
+        ));
+    }
     Ok(())
+}
+
+/// The durable run on PostgreSQL, with the bytes its tables take; None
+/// when there is no PostgreSQL to run on.
+async fn postgres_run(
+    name: &str,
+    text: &str,
+    memory_solutions: u64,
+) -> Result<Option<(StoredRun, u64)>, CliError> {
+    use xccd::service::store::local_postgres::{self, LocalPostgres};
+    let failed = |e: String| CliError::Failed(format!("PostgreSQL: {e}"));
+    let (url, local) = match std::env::var("XCCD_BENCH_STORE_URL") {
+        Ok(url) if !url.is_empty() => (url, None),
+        _ if local_postgres::bin_dir().is_none() => return Ok(None),
+        _ => {
+            let local = tokio::task::spawn_blocking(LocalPostgres::start)
+                .await
+                .map_err(|e| failed(e.to_string()))?
+                .map_err(failed)?;
+            (local.url(), Some(local))
+        }
+    };
+    let run = stored_run(
+        name,
+        text,
+        ServeConfig {
+            store_url: Some(url.clone()),
+            ..local_server_config(2)
+        },
+        memory_solutions,
+    )
+    .await?;
+    // The sync client, off the runtime's threads.
+    let bytes = tokio::task::spawn_blocking(move || -> Result<u64, String> {
+        let mut client =
+            postgres::Client::connect(&url, postgres::NoTls)
+            .map_err(|e| xccd::service::store::postgres::describe(&e))?;
+        let bytes: i64 = client
+            .query_one(
+                "SELECT (pg_total_relation_size('solutions') + pg_total_relation_size('jobs'))::BIGINT",
+                &[],
+            )
+            .map_err(|e| e.to_string())?
+            .get(0);
+        Ok(bytes as u64)
+    })
+    .await
+    .map_err(|e| failed(e.to_string()))?
+    .map_err(failed)?;
+    drop(local);
+    Ok(Some((run, bytes)))
 }
 
 /// Reads every stored solution of a job with ListJobSolutions, in pages of

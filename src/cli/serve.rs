@@ -119,6 +119,11 @@ pub struct ServeArgs {
         default_value = "xccd-data"
     )]
     pub data_dir: PathBuf,
+    /// Store jobs in a PostgreSQL database instead (a `postgres://` URL,
+    /// e.g. postgres://xccd:PASSWORD@db:5432/xccd): one coordinator per
+    /// database; --data-dir is then not used.
+    #[arg(long, value_name = "URL", env = "XCCD_STORE_URL")]
+    pub store: Option<String>,
     /// Most bytes one job's stored solutions may take (the job fails with
     /// RESOURCE_EXHAUSTED past it).
     #[arg(long, env = "XCCD_MAX_JOB_STORE_BYTES", default_value_t = 1 << 30)]
@@ -162,6 +167,21 @@ pub fn search_memory(
     xccd::service::memory::MemoryLimits {
         per_run: per_run.unwrap_or(total).min(total),
         total,
+    }
+}
+
+/// `--store`'s URL, checked: a PostgreSQL one (the SQLite store lives in
+/// --data-dir). An empty value (`XCCD_STORE_URL=`) is none.
+fn store_url(url: Option<String>) -> Result<Option<String>, CliError> {
+    match url {
+        Some(url) if url.is_empty() => Ok(None),
+        Some(url) if xccd::service::store::postgres::is_postgres_url(&url) => Ok(Some(url)),
+        Some(url) => Err(CliError::BadInput(format!(
+            "--store {}: give a postgres:// URL (the default SQLite store is chosen with \
+             --data-dir)",
+            xccd::service::store::postgres::redacted(&url)
+        ))),
+        None => Ok(None),
     }
 }
 
@@ -263,6 +283,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
             .transpose()?,
         api_keys: args.api_keys.as_deref().map(api_keys).transpose()?,
         data_dir: (args.data_dir.as_os_str() != "none").then_some(args.data_dir),
+        store_url: store_url(args.store)?,
         store_limits: StoreLimits {
             max_job_bytes: args.max_job_store_bytes,
             max_total_bytes: args.max_store_bytes,

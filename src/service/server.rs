@@ -31,7 +31,7 @@ use super::proto::FILE_DESCRIPTOR_SET;
 use super::puzzle_input::PuzzleEncoder;
 use super::puzzles_grpc::PuzzleApi;
 use super::status;
-use super::store::SqliteStore;
+use super::store::{JobStore, PostgresStore, SqliteStore};
 
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -57,6 +57,9 @@ pub struct ServeConfig {
     /// Where submitted jobs are stored to survive a restart; `None` keeps
     /// them in memory only.
     pub data_dir: Option<std::path::PathBuf>,
+    /// A PostgreSQL database for the job store (a `postgres://` URL), in
+    /// place of the SQLite file of `data_dir`.
+    pub store_url: Option<String>,
     /// Limits of the job store.
     pub store_limits: StoreLimits,
 }
@@ -75,6 +78,7 @@ impl Default for ServeConfig {
             worker_client_ca: None,
             api_keys: None,
             data_dir: None,
+            store_url: None,
             store_limits: StoreLimits::default(),
         }
     }
@@ -208,12 +212,27 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         }
     };
     // A damaged store stops the start before anything listens.
-    let durability = match &config.data_dir {
-        Some(dir) => Some(Arc::new(Durability {
-            store: Arc::new(SqliteStore::open(dir).map_err(|e| setup_error(e.to_string()))?),
-            limits: config.store_limits.clone(),
-        })),
-        None => None,
+    let opened: Option<(Arc<dyn JobStore>, String)> = match (&config.store_url, &config.data_dir) {
+        (Some(url), _) => {
+            let store = PostgresStore::open(url).map_err(|e| setup_error(e.to_string()))?;
+            let place = store.place().to_string();
+            Some((Arc::new(store), place))
+        }
+        (None, Some(dir)) => Some((
+            Arc::new(SqliteStore::open(dir).map_err(|e| setup_error(e.to_string()))?),
+            dir.display().to_string(),
+        )),
+        (None, None) => None,
+    };
+    let (durability, store_place) = match opened {
+        Some((store, place)) => (
+            Some(Arc::new(Durability {
+                store,
+                limits: config.store_limits.clone(),
+            })),
+            place,
+        ),
+        None => (None, String::new()),
     };
     let public = tls(config.tls.as_ref().and_then(|t| t.client_ca.clone()))?;
     let listener = TcpListener::bind(config.listen).await?;
@@ -234,12 +253,14 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     if let Some(durability) = &durability {
         let resumed = durable::resume_all(&pool, &jobs, durability)
             .map_err(|e| setup_error(e.to_string()))?;
-        // A path prints as itself, not as `Some("...")`.
-        let data_dir = config
-            .data_dir
-            .as_deref()
-            .unwrap_or(std::path::Path::new(""));
-        tracing::info!(jobs = resumed, data_dir = %data_dir.display(), "job store open; unfinished jobs resumed");
+        match &config.store_url {
+            Some(_) => {
+                tracing::info!(jobs = resumed, database = %store_place, "job store open; unfinished jobs resumed")
+            }
+            None => {
+                tracing::info!(jobs = resumed, data_dir = %store_place, "job store open; unfinished jobs resumed")
+            }
+        }
     }
     if let Some(metrics_addr) = config.metrics_listen {
         metrics_exporter_prometheus::PrometheusBuilder::new()

@@ -17,7 +17,8 @@
 //!
 //! Beside them: [`fixtures`] (the benchmark instances, and every solution
 //! of a problem found in process), [`cluster`] (a coordinator and worker
-//! processes on loopback) and [`random_problems`] (the random XCC problems
+//! processes on loopback), [`postgres`] (a real PostgreSQL server of the
+//! test's own) and [`random_problems`] (the random XCC problems
 //! of the property tests).
 //!
 //! Include with `mod common;` from a test crate.
@@ -31,6 +32,7 @@ pub mod hitori;
 pub mod latin;
 pub mod oracle;
 pub mod packed;
+pub mod postgres;
 pub mod queens;
 pub mod random_problems;
 pub mod rng;

@@ -1,6 +1,6 @@
 //! Durable jobs: what a submitted job must leave on disk to survive its
-//! coordinator, behind a small trait so that a shared database can take the
-//! embedded one's place later.
+//! coordinator, behind a small trait: an embedded SQLite file by default
+//! ([`sqlite`]), or a PostgreSQL database ([`postgres`]).
 //!
 //! A stored job is its request and problem, its solutions in the order they
 //! were found, and its latest *snapshot*: a consistent cut of the job (the
@@ -13,6 +13,8 @@
 //! with exactly what it had committed: nothing lost, nothing twice.
 
 pub mod codec;
+pub mod local_postgres;
+pub mod postgres;
 pub mod sqlite;
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +23,7 @@ use super::job_id::{JobId, RequestKey};
 use crate::run::{QueuedTask, SolutionIndices, Solutions};
 use crate::xcc::{Engine, Stats, Task};
 
+pub use self::postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 /// Why a store cannot be written: each has its own remedy, its own
