@@ -8,6 +8,7 @@ use tonic_health::server::HealthReporter;
 use tonic_health::ServingStatus;
 use xccd::service::cluster::worker::{self, ConnectionObserver};
 use xccd::service::cluster::{WorkerConfig, WorkerError};
+use xccd::service::metrics;
 use xccd::service::server::shutdown_signal;
 
 use super::credentials::{worker_token, ClientTlsArgs};
@@ -31,6 +32,10 @@ pub struct WorkerArgs {
     /// coordinator (a readiness probe), NOT_SERVING otherwise.
     #[arg(long, env = "XCCD_HEALTH_LISTEN")]
     pub health_listen: Option<SocketAddr>,
+    /// Address to serve Prometheus metrics on (`/metrics`): this worker's
+    /// nodes, solutions, leases and reconnects (docs/metrics.md).
+    #[arg(long, env = "XCCD_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
     /// A file holding the coordinator's worker token (or set the token
     /// itself in XCCD_WORKER_TOKEN).
     #[arg(long, value_name = "FILE", env = "XCCD_WORKER_TOKEN_FILE")]
@@ -93,6 +98,11 @@ pub fn run(args: WorkerArgs) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async move {
+        if let Some(addr) = args.metrics_listen {
+            metrics::listen(addr, metrics::Role::Worker)
+                .await
+                .map_err(|e| CliError::Failed(format!("cannot serve metrics: {e}")))?;
+        }
         let observer: Arc<dyn ConnectionObserver> = match args.health_listen {
             Some(addr) => {
                 let (reporter, service) = tonic_health::server::health_reporter();

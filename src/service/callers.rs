@@ -16,6 +16,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::status;
+use crate::service::metrics as metric;
 use tonic::{Request, Status};
 
 /// The caller of a request: the name of its API key, or anonymous when the
@@ -130,7 +131,7 @@ pub fn authenticate(
                 match keys.caller(header) {
                     Some(caller) => caller,
                     None => {
-                        metrics::counter!("xccd_api_auth_failures_total").increment(1);
+                        metrics::counter!(metric::API_AUTH_FAILURES).increment(1);
                         return Err(status::error(
                             status::Reason::ApiKeyInvalid,
                             "this server takes calls with an API key: send the metadata \

@@ -20,6 +20,7 @@ use super::cluster::proto::{self as wire, ProblemData};
 use super::convert::{self, JobProblem};
 use super::job::{Class, Delivery, EndReason, Event, Job, JobSpec};
 use super::jobs::{self, JobRegistry};
+use super::metrics as metric;
 use super::pool::Pool;
 use super::status;
 use super::store::{JobStore, NewJob, StoreError, StoredRequest, Write};
@@ -110,7 +111,7 @@ impl Durability {
     /// Records a job just submitted, before its writer starts.
     pub fn create(&self, job: &Job, count_only: bool) -> Result<(), StoreError> {
         let wire = wire::wire_problem(&job.problem, job.spec.puzzle.as_ref());
-        self.store.create(&NewJob {
+        let new = NewJob {
             id: job.id,
             request: StoredRequest {
                 limit: job.spec.limit,
@@ -127,7 +128,8 @@ impl Durability {
                 preprocess_mems: job.spec.preprocessed.as_ref().map(|p| p.max_mems),
             },
             problem: ProblemData::from(&wire).encode_to_vec(),
-        })
+        };
+        metric::time_store_write("create", || self.store.create(&new))
     }
 }
 
@@ -204,7 +206,7 @@ async fn write_job(pool: Arc<Pool>, durability: Arc<Durability>, job: Arc<Job>) 
         let store = durability.store.clone();
         let id = job.id;
         let result = tokio::task::spawn_blocking(move || {
-            let bytes = store.apply(id, &writes)?;
+            let bytes = metric::time_store_write("apply", || store.apply(id, &writes))?;
             let total = store.total_bytes()?;
             Ok::<_, StoreError>((bytes, total))
         })

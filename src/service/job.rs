@@ -15,6 +15,7 @@ use super::sync::Locked;
 use crate::puzzles::{Encoded, Puzzle};
 use crate::run::{Batch, Failure, RunSpec, SideCondition, Taken};
 pub use crate::run::{QueuedTask, SolutionIndices, Solutions};
+use crate::service::metrics as metric;
 use crate::xcc::preprocess::Figures;
 use crate::xcc::{Engine, Problem, Solver, Stats};
 
@@ -559,8 +560,7 @@ impl Job {
             }
             Delivery::Stream { .. } => {
                 if let (Some(output), false) = (&self.output, solutions.is_empty()) {
-                    metrics::counter!("xccd_solutions_streamed_total")
-                        .increment(solutions.len() as u64);
+                    metrics::counter!(metric::SOLUTIONS_STREAMED).increment(solutions.len() as u64);
                     output.push(Event::Solutions(solutions));
                 }
             }

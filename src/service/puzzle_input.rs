@@ -15,6 +15,7 @@ use super::status;
 use crate::puzzles::futoshiki::FutoshikiEncoding;
 use crate::puzzles::kinds::{EncodeOptions, Kind};
 use crate::puzzles::{Encoded, EncodingLimits, Puzzle, SizeError};
+use crate::service::metrics as metric;
 use crate::xcc::problem::quote;
 
 /// Builds puzzles' encodings for requests: at most one per core at once,
@@ -60,7 +61,7 @@ impl PuzzleEncoder {
             puzzle.check_size(&limits).map_err(|e| match e {
                 SizeError::Puzzle(e) => status::invalid(format!("puzzle.text: {e}")),
                 SizeError::TooLarge(e) => {
-                    metrics::counter!("xccd_puzzles_too_large_total").increment(1);
+                    metrics::counter!(metric::PUZZLES_TOO_LARGE).increment(1);
                     status::invalid_because(status::Reason::PuzzleTooLarge, format!("puzzle: {e}"))
                 }
             })?;

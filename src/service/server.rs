@@ -23,7 +23,9 @@ use super::credentials::ServerTls;
 use super::durable::{self, Durability, StoreLimits};
 use super::grpc::{ApiConfig, SolverApi};
 use super::grpc_headers::GrpcHeadersLayer;
+use super::grpc_metrics::GrpcMetricsLayer;
 use super::jobs::{Entry, JobRegistry, Retention};
+use super::metrics as metric;
 use super::pool::{Pool, PoolConfig};
 use super::proto::puzzle_service_server::PuzzleServiceServer;
 use super::proto::solver_service_server::SolverServiceServer;
@@ -263,12 +265,8 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         }
     }
     if let Some(metrics_addr) = config.metrics_listen {
-        metrics_exporter_prometheus::PrometheusBuilder::new()
-            .with_http_listener(metrics_addr)
-            .install()
-            .map_err(|e| std::io::Error::other(format!("metrics on {metrics_addr}: {e}")))?;
+        metric::listen(metrics_addr, metric::Role::Coordinator).await?;
         tokio::spawn(report_gauges(Arc::downgrade(&pool)));
-        tracing::info!(%metrics_addr, "metrics at /metrics");
     }
     // One limit for a request, whatever its form: the DLX text's, plus room
     // for the request's other fields.
@@ -370,6 +368,8 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     };
     let task = tokio::spawn(
         public
+            // Every call timed, by method and status, whoever answers it.
+            .layer(GrpcMetricsLayer)
             // Calls that are not protobuf gRPC, or whose grpc-timeout does
             // not parse or is already over, are answered before any service.
             .layer(GrpcHeadersLayer)
@@ -402,7 +402,7 @@ type PanicResponse = fn(Box<dyn std::any::Any + Send + 'static>) -> http::Respon
 /// hook; the server serves on.
 pub(crate) fn catch_panics() -> tower_http::catch_panic::CatchPanicLayer<PanicResponse> {
     fn internal_error(_panic: Box<dyn std::any::Any + Send + 'static>) -> http::Response<String> {
-        metrics::counter!("xccd_handler_panics_total").increment(1);
+        metrics::counter!(metric::HANDLER_PANICS).increment(1);
         status::internal("the server failed on this call; it has been logged").into_http()
     }
     tower_http::catch_panic::CatchPanicLayer::custom(internal_error as PanicResponse)
@@ -473,11 +473,11 @@ async fn report_gauges(pool: std::sync::Weak<Pool>) {
     loop {
         tick.tick().await;
         let Some(pool) = pool.upgrade() else { return };
-        metrics::gauge!("xccd_workers_total").set(pool.workers() as f64);
-        metrics::gauge!("xccd_remote_slots").set(pool.remote_slots() as f64);
-        metrics::gauge!("xccd_workers_busy").set(pool.busy_workers() as f64);
-        metrics::gauge!("xccd_jobs_active").set(pool.active_jobs() as f64);
-        metrics::gauge!("xccd_tasks_queued").set(pool.queued_tasks() as f64);
+        metrics::gauge!(metric::LOCAL_THREADS).set(pool.workers() as f64);
+        metrics::gauge!(metric::REMOTE_SLOTS).set(pool.remote_slots() as f64);
+        metrics::gauge!(metric::WORKERS_BUSY).set(pool.busy_workers() as f64);
+        metrics::gauge!(metric::JOBS_ACTIVE).set(pool.active_jobs() as f64);
+        metrics::gauge!(metric::TASKS_QUEUED).set(pool.queued_tasks() as f64);
     }
 }
 
@@ -520,7 +520,7 @@ async fn report_store(
     };
     health.set_service_status(STORE_HEALTH, serving).await;
     for cause in Cause::ALL {
-        metrics::gauge!("xccd_store_degraded", "cause" => cause.label())
+        metrics::gauge!(metric::STORE_DEGRADED, "cause" => cause.label())
             .set(if now == Some(cause) { 1.0 } else { 0.0 });
     }
     match now {

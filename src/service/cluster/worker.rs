@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,6 +22,7 @@ use tonic::transport::Endpoint;
 
 use crate::service::credentials::{endpoint, ClientTls, EndpointError, WorkerToken};
 use crate::service::error_chain;
+use crate::service::metrics as metric;
 
 use super::coordinator::{MAX_MESSAGE_BYTES, PROBLEM_CACHE};
 use super::proto::{
@@ -144,6 +145,8 @@ pub async fn run(
     let mut shutdown = std::pin::pin!(shutdown);
     let mut draining = false;
     let mut backoff = config.min_backoff;
+    metrics::gauge!(metric::WORKER_THREADS).set(config.threads as f64);
+    metrics::gauge!(metric::WORKER_CONNECTED).set(0.0);
     loop {
         let outcome = {
             let mut current = std::pin::pin!(session(
@@ -164,6 +167,8 @@ pub async fn run(
             }
         };
         observer.connected(false);
+        metrics::gauge!(metric::WORKER_CONNECTED).set(0.0);
+        metrics::gauge!(metric::WORKER_LEASES).set(0.0);
         match outcome {
             SessionEnd::Drained => return Ok(()),
             SessionEnd::Refused(reason) => return Err(WorkerError::Refused(reason)),
@@ -176,6 +181,7 @@ pub async fn run(
                     backoff = config.min_backoff;
                 }
                 tracing::warn!(%reason, retry_in_ms = backoff.as_millis() as u64, "no connection to the coordinator");
+                metrics::counter!(metric::WORKER_RECONNECTS).increment(1);
             }
         }
         // Jitter keeps a fleet of workers from reconnecting in lockstep.
@@ -281,6 +287,8 @@ struct RunControl {
     /// lease back instead.
     draining: AtomicBool,
     progress: LiveProgress,
+    /// The run's nodes already counted in `xccd_worker_nodes_total`.
+    counted: AtomicU64,
 }
 
 impl RunControl {
@@ -298,6 +306,15 @@ impl RunControl {
     fn pending(&self) -> AskKind {
         AskKind::try_from(i32::from(self.ask.load(Ordering::SeqCst)))
             .unwrap_or(AskKind::Unspecified)
+    }
+
+    /// Counts the run's nodes up to `nodes` (its total so far) in
+    /// `xccd_worker_nodes_total`, those not counted yet.
+    fn count_nodes(&self, nodes: u64) {
+        let before = self.counted.fetch_max(nodes, Ordering::SeqCst);
+        if nodes > before {
+            metrics::counter!(metric::WORKER_NODES).increment(nodes - before);
+        }
     }
 
     /// Marks a request as handled, unless a newer one replaced it.
@@ -376,6 +393,7 @@ async fn session(
         Err(status) => return lost(format!("the coordinator answered {status}"), false),
     };
     observer.connected(true);
+    metrics::gauge!(metric::WORKER_CONNECTED).set(1.0);
     tracing::info!(coordinator = %config.coordinator, id = %welcome.worker_id, threads = config.threads, "connected");
     let heartbeat_every = Duration::from_millis(u64::from(welcome.heartbeat_interval_ms.max(10)));
     let mut heartbeat = tokio::time::interval(heartbeat_every);
@@ -419,6 +437,7 @@ async fn session(
                             control.ask(AskKind::Checkpoint);
                         }
                         runs.insert(lease_ref.id, (lease_ref.epoch, control.clone()));
+                        metrics::gauge!(metric::WORKER_LEASES).set(runs.len() as f64);
                         let (tx, done_tx, cache) = (tx.clone(), done_tx.clone(), cache.clone());
                         tokio::task::spawn_blocking(move || {
                             let id = lease_ref.id;
@@ -456,6 +475,10 @@ async fn session(
                 }
                 Err(status) => {
                     stop_all(&runs);
+                    if status.code() == tonic::Code::InvalidArgument {
+                        // The coordinator found a report of ours wrong.
+                        metrics::counter!(metric::WORKER_REPORTS_REFUSED).increment(1);
+                    }
                     return lost(format!("the stream broke: {}", status.message()), true);
                 }
             },
@@ -464,6 +487,7 @@ async fn session(
                     .iter()
                     .map(|(&id, (epoch, control))| {
                         let (done_weight, nodes) = control.progress.read();
+                        control.count_nodes(nodes);
                         pb::LeaseProgress {
                             lease: Some(pb::LeaseRef { id, epoch: *epoch }),
                             done_weight,
@@ -478,6 +502,7 @@ async fn session(
             }
             Some(id) = done_rx.recv() => {
                 runs.remove(&id);
+                metrics::gauge!(metric::WORKER_LEASES).set(runs.len() as f64);
             }
             changed = drain.changed(), if !draining => {
                 if changed.is_err() || *drain.borrow() {
@@ -582,6 +607,7 @@ fn run_lease(
         &mut port,
     );
     cache.give_back(lease.problem_digest.clone(), solver);
+    control.count_nodes(report.stats.nodes);
     pb::task_ended(lease.lease, &report)
 }
 
@@ -619,6 +645,7 @@ fn test_crash_at() -> Option<u64> {
 
 impl Port for RemotePort<'_> {
     fn deliver(&mut self, batch: Batch, _force: bool) -> Taken {
+        metrics::counter!(metric::WORKER_SOLUTIONS).increment(batch.count);
         self.send(Out::Found(pb::Found {
             lease: self.lease,
             first: batch.first,

@@ -15,6 +15,7 @@ use super::schedule::State;
 use super::Shared;
 use crate::run::{Settlement, Stop};
 use crate::service::job::{EndReason, Event, Job, JobId};
+use crate::service::metrics as metric;
 use crate::service::store::{Snapshot, StoredWork};
 use crate::xcc::Stats;
 
@@ -32,7 +33,7 @@ impl Shared {
         settlement: Settlement,
     ) {
         job.add_stats(stats);
-        metrics::counter!("xccd_nodes_total").increment(stats.nodes);
+        metrics::counter!(metric::NODES).increment(stats.nodes);
         let Some(entry) = state.jobs.get_mut(&job.id) else {
             return;
         };
@@ -41,7 +42,7 @@ impl Shared {
         entry.finished_weight += settlement.finished_weight;
         if settlement.lost {
             self.lost.fetch_add(1, Ordering::SeqCst);
-            metrics::counter!("xccd_tasks_lost_total").increment(1);
+            metrics::counter!(metric::TASKS_LOST).increment(1);
         }
         if let Some(failure) = settlement.failure {
             tracing::error!(job = job.id, error = failure.message(), "task failed");
@@ -52,7 +53,7 @@ impl Shared {
             Some(Stop::SolutionLimit) => job.request_stop(EndReason::Limit),
             Some(Stop::Asked) | None => {}
         }
-        metrics::counter!("xccd_tasks_total").increment(1);
+        metrics::counter!(metric::TASKS).increment(1);
         if !settlement.requeue.is_empty() {
             let mut requeue = settlement.requeue;
             if let Some(backoff) = settlement.backoff {
@@ -103,12 +104,15 @@ impl Shared {
         };
         if entry.job.is_stopping() {
             entry.queue.clear();
+            entry.queued_at.clear();
         }
         if entry.queue.is_empty() && entry.running == 0 {
             let entry = state.jobs.remove(&id).expect("present");
             state.ring.retain(|&j| j != id);
             let summary = entry.job.finish();
-            metrics::counter!("xccd_jobs_finished_total", "reason" => format!("{:?}", summary.reason)).increment(1);
+            let reason = metric::end_reason(summary.reason);
+            metrics::counter!(metric::JOBS_FINISHED, "reason" => reason).increment(1);
+            metrics::histogram!(metric::JOB_DURATION, "reason" => reason).record(summary.elapsed);
             tracing::info!(
                 job = id,
                 solutions = summary.solutions,

@@ -76,6 +76,7 @@ mod schedule;
 #[cfg(test)]
 mod tests;
 
+use crate::service::metrics as metric;
 use crate::xcc::{MAX_POLL_INTERVAL, POLL_INTERVAL};
 pub(crate) use progress::LiveProgress;
 use progress::WorkerSlot;
@@ -485,6 +486,7 @@ impl Pool {
         };
         let entry = ScheduledJob {
             job: job.clone(),
+            queued_at: std::iter::repeat_n(Instant::now(), queue.len()).collect(),
             queue,
             running: 0,
             tasks_done,
@@ -498,7 +500,7 @@ impl Pool {
         self.shared.refresh(&state);
         drop(state);
         self.shared.wake_one();
-        metrics::counter!("xccd_jobs_started_total").increment(1);
+        metrics::counter!(metric::JOBS_STARTED).increment(1);
         tracing::debug!(job = id, "job queued");
         Ok(job)
     }

@@ -17,6 +17,7 @@ use super::{Shared, INTERACTIVE_PRIORITY};
 use crate::run::{Failure, QueuedTask};
 use crate::service::job::{Class, Job, JobId, JobSpec};
 use crate::service::memory::Charge;
+use crate::service::metrics as metric;
 use crate::service::sync::{wait_timeout, Locked};
 
 /// A job as the scheduler holds it, from its start to its end: its queue of
@@ -24,6 +25,9 @@ use crate::service::sync::{wait_timeout, Locked};
 pub(super) struct ScheduledJob {
     pub(super) job: Arc<Job>,
     pub(super) queue: VecDeque<QueuedTask>,
+    /// When each task of `queue` (at the same place) was queued, for
+    /// `xccd_task_queue_wait_seconds`.
+    pub(super) queued_at: VecDeque<Instant>,
     pub(super) running: usize,
     pub(super) tasks_done: u64,
     pub(super) finished_weight: f64,
@@ -204,6 +208,12 @@ impl Shared {
                 continue;
             };
             let task = entry.queue.remove(at).expect("present");
+            if let Some(queued) = entry.queued_at.remove(at) {
+                // A task waiting out a backoff waits from the backoff's end.
+                let from = task.not_before.map_or(queued, |at| at.max(queued));
+                metrics::histogram!(metric::TASK_QUEUE_WAIT)
+                    .record(now.saturating_duration_since(from));
+            }
             entry.running += 1;
             let job = entry.job.clone();
             let more = !entry.queue.is_empty();
@@ -226,11 +236,16 @@ impl Shared {
         let Some(entry) = state.jobs.get_mut(&id) else {
             return;
         };
+        let now = Instant::now();
         if front {
             for task in tasks.into_iter().rev() {
                 entry.queue.push_front(task);
+                entry.queued_at.push_front(now);
             }
         } else {
+            entry
+                .queued_at
+                .extend(std::iter::repeat_n(now, tasks.len()));
             entry.queue.extend(tasks);
         }
         if !state.ring.contains(&id) {
@@ -290,7 +305,7 @@ impl Shared {
         state.yielding += 1;
         self.refresh(&state);
         self.yields.fetch_add(1, Ordering::SeqCst);
-        metrics::counter!("xccd_tasks_yielded_total").increment(1);
+        metrics::counter!(metric::TASKS_YIELDED).increment(1);
         true
     }
 }
@@ -329,7 +344,7 @@ impl Shared {
             return false;
         }
         let Some(since) = state.workerless_since else {
-            metrics::gauge!("xccd_jobs_waiting", "reason" => "no_workers").set(0.0);
+            metrics::gauge!(metric::JOBS_WAITING, "reason" => "no_workers").set(0.0);
             return true;
         };
         let now = Instant::now();
@@ -347,7 +362,7 @@ impl Shared {
                 expired.push(id);
             }
         }
-        metrics::gauge!("xccd_jobs_waiting", "reason" => "no_workers").set(waiting as f64);
+        metrics::gauge!(metric::JOBS_WAITING, "reason" => "no_workers").set(waiting as f64);
         for id in expired {
             if let Some(entry) = state.jobs.get(&id) {
                 tracing::warn!(job = id, "no worker within the grace: the job fails");

@@ -35,6 +35,7 @@ mod steering;
 #[cfg(test)]
 mod tests;
 
+use crate::service::metrics as metric;
 use session::Session;
 
 /// Timing of the protocol, chosen by the coordinator and told to workers.
@@ -135,7 +136,7 @@ impl coordinator_server::Coordinator for CoordinatorApi {
                 .get("authorization")
                 .map(|v| v.as_bytes());
             if !token.admits(header) {
-                metrics::counter!("xccd_worker_auth_failures_total").increment(1);
+                metrics::counter!(metric::WORKER_AUTH_FAILURES).increment(1);
                 tracing::warn!(%peer, "a worker without the right token was refused");
                 return Err(Status::unauthenticated(
                     "this coordinator takes workers that present its worker token \

@@ -21,6 +21,7 @@ use crate::service::cluster::proto::{
     self as pb, coordinator_message::Kind as Out, worker_message::Kind as In, AskKind,
 };
 use crate::service::job::Job;
+use crate::service::metrics as metric;
 use crate::service::pool::Pool;
 use crate::xcc;
 
@@ -154,7 +155,7 @@ impl Session {
     {
         use tokio_stream::StreamExt;
         tracing::info!(worker = %self.id, name = %self.name, slots = self.slots, "worker joined");
-        metrics::gauge!("xccd_remote_workers").increment(1.0);
+        metrics::gauge!(metric::REMOTE_WORKERS).increment(1.0);
         self.pool.remote_joined(self.slots);
         // Only a session holding leases looks at them every tick; an idle
         // one sleeps until work comes (sessions are woken one by one as
@@ -348,7 +349,7 @@ impl Session {
             .get(&lease_ref.id)
             .map(|lease| lease.epoch == lease_ref.epoch && !lease.revoked);
         if held != Some(true) {
-            metrics::counter!("xccd_fenced_reports_total").increment(1);
+            metrics::counter!(metric::FENCED_REPORTS).increment(1);
             tracing::debug!(worker = %self.id, lease = lease_ref.id, "report on a lease not held: ignored");
             if held.is_none() {
                 self.fenced.push(*lease_ref);
@@ -457,7 +458,7 @@ impl Session {
             .get(&lease_ref.id)
             .is_some_and(|lease| lease.epoch == lease_ref.epoch);
         if !held {
-            metrics::counter!("xccd_fenced_reports_total").increment(1);
+            metrics::counter!(metric::FENCED_REPORTS).increment(1);
             return Ok(());
         }
         let lease = &self.leases[&lease_ref.id];
@@ -499,6 +500,7 @@ impl Session {
         };
         let lease = self.leases.remove(&lease_ref.id).expect("held");
         self.busy -= 1;
+        metrics::histogram!(metric::LEASE_ROUND_TRIP).record(lease.started.elapsed());
         if lease.revoked {
             // Booked when it was revoked.
             self.pool.remote_slot_freed();
@@ -534,7 +536,7 @@ impl Session {
             }
         }
         self.pool.remote_left(self.slots, self.slots - self.busy);
-        metrics::gauge!("xccd_remote_workers").decrement(1.0);
+        metrics::gauge!(metric::REMOTE_WORKERS).decrement(1.0);
         match end {
             End::Closed => {
                 tracing::info!(worker = %self.id, name = %self.name, lost, "worker left");
@@ -560,7 +562,7 @@ impl Session {
             End::Protocol(error) => {
                 // A report that cannot be right: nothing of it was delivered,
                 // and the worker's leases run elsewhere.
-                metrics::counter!("xccd_worker_reports_rejected_total").increment(1);
+                metrics::counter!(metric::WORKER_REPORTS_REJECTED).increment(1);
                 tracing::warn!(worker = %self.id, name = %self.name, lost, %error, "worker report rejected: disconnected");
                 let _ = self.tx.send(Err(Status::invalid_argument(error))).await;
             }

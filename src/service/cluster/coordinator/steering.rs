@@ -16,6 +16,7 @@ use super::{REMOTE_SLICE, TICK};
 use crate::run::Settlement;
 use crate::service::cluster::proto::AskKind;
 use crate::service::job::EndReason;
+use crate::service::metrics as metric;
 use crate::service::pool::policy::{self, CheckpointFor, Decision, RunAtPoll};
 use crate::service::pool::{stalled, Pool};
 use crate::xcc;
@@ -101,7 +102,7 @@ impl Session {
                 }
                 Decision::Stuck => {
                     // Heartbeats without work: the task goes to another worker.
-                    metrics::counter!("xccd_stalled_leases_total").increment(1);
+                    metrics::counter!(metric::STALLED_LEASES).increment(1);
                     tracing::warn!(worker = %self.id, name = %self.name, lease = id, job = job.id, nodes = lease.nodes, "a lease made no progress: revoked, its task runs elsewhere");
                     let lost = lease.ledger.lose(
                         self.pool.max_attempts(),
