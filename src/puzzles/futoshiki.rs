@@ -92,6 +92,7 @@ use std::str::FromStr;
 
 use crate::xcc::{Collect, Problem, ProblemBuilder, RunConfig, Solver, Task};
 
+use super::rng::Rng;
 use super::size::{product, sum, EncodingSize};
 use super::{Encoded, PuzzleError};
 use crate::run::SideCondition;
@@ -801,43 +802,10 @@ pub fn encode_text(
     Ok(Futoshiki::parse(text)?.encode(encoding))
 }
 
-/// A small deterministic generator (SplitMix64).
-#[derive(Debug, Clone)]
-pub struct SplitMix(u64);
-
-impl SplitMix {
-    pub fn new(seed: u64) -> SplitMix {
-        SplitMix(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// A number in `0..bound` (bound > 0).
-    pub fn below(&mut self, bound: usize) -> usize {
-        (((self.next_u64() >> 32) * bound as u64) >> 32) as usize
-    }
-    pub fn shuffle<T>(&mut self, items: &mut [T]) {
-        for i in (1..items.len()).rev() {
-            let j = self.below(i + 1);
-            items.swap(i, j);
-        }
-    }
-}
-
 /// A random latin square of order n: backtracking cell by cell, trying the
 /// values in a random order.
-pub fn random_latin_square(n: usize, rng: &mut SplitMix) -> Vec<Vec<usize>> {
-    fn fill(
-        grid: &mut [Vec<usize>],
-        k: usize,
-        n: usize,
-        rng: &mut SplitMix,
-        budget: &mut u32,
-    ) -> bool {
+pub fn random_latin_square(n: usize, rng: &mut Rng) -> Vec<Vec<usize>> {
+    fn fill(grid: &mut [Vec<usize>], k: usize, n: usize, rng: &mut Rng, budget: &mut u32) -> bool {
         if k == n * n {
             return true;
         }
@@ -905,7 +873,7 @@ pub fn generate(n: usize, seed: u64) -> Result<Futoshiki, PuzzleError> {
             format!("futoshiki size must be between 1 and {MAX_N}, not {n}"),
         ));
     }
-    let mut rng = SplitMix::new(seed ^ 0x6675_746f_7368_696b);
+    let mut rng = Rng::new(seed ^ 0x6675_746f_7368_696b);
     let square = random_latin_square(n, &mut rng);
     let mut puzzle = Futoshiki::empty(n);
     for r in 0..n {

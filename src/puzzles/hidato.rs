@@ -89,6 +89,7 @@
 //! they cut the search from up to 470,000 nodes to under 6,000.
 
 use super::hitori::grid_tokens;
+use super::rng::Rng;
 use super::size::{product, sum, EncodingSize};
 use super::{Encoded, PuzzleError};
 use crate::run::SideCondition;
@@ -854,7 +855,7 @@ pub const MAX_GENERATE: usize = 20;
 /// the number of each cell: a depth-first search that tries the neighbours
 /// with the fewest free neighbours first (Warnsdorff's rule, ties broken at
 /// random), restarted from a new random cell when it takes too long.
-fn random_king_path(rows: usize, cols: usize, rng: &mut super::hitori::Rng) -> Vec<u32> {
+fn random_king_path(rows: usize, cols: usize, rng: &mut Rng) -> Vec<u32> {
     let board = Hidato {
         rows,
         cols,
@@ -869,7 +870,7 @@ fn random_king_path(rows: usize, cols: usize, rng: &mut super::hitori::Rng) -> V
         // Per depth: the ordered moves not yet tried.
         let mut moves: Vec<Vec<usize>> = Vec::new();
         let mut budget = 20 * n;
-        let order = |values: &[u32], at: usize, rng: &mut super::hitori::Rng| {
+        let order = |values: &[u32], at: usize, rng: &mut Rng| {
             let mut next: Vec<(usize, u64, usize)> = neighbours[at]
                 .iter()
                 .filter(|&&j| values[j] == 0)
@@ -919,7 +920,7 @@ pub fn generate(rows: usize, cols: usize, seed: u64) -> Result<String, PuzzleErr
             format!("hidato rows and columns must be in 1..={MAX_GENERATE}"),
         ));
     }
-    let mut rng = super::hitori::Rng::new(seed);
+    let mut rng = Rng::new(seed);
     let values = random_king_path(rows, cols, &mut rng);
     let mut puzzle = Hidato {
         rows,

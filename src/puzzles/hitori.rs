@@ -65,10 +65,10 @@
 //! or on the border of `K`, hence already black: two adjacent black cells,
 //! against rule 2. The check is one breadth-first search over the grid.
 
+use super::rng::Rng;
 use super::size::{product, sum, EncodingSize};
 use super::{Encoded, PuzzleError, MAX_GRID_CELLS};
 use crate::run::SideCondition;
-use crate::xcc::estimate::SplitMix64;
 use crate::xcc::{Problem, ProblemBuilder};
 
 /// A hitori puzzle: `numbers[r * cols + c]`.
@@ -540,29 +540,6 @@ impl SideCondition for HitoriEncoding {
 /// Encodes a hitori puzzle's text: weak solutions if `weak`, else full ones.
 pub fn encode_text(text: &str, weak: bool) -> Result<Box<dyn Encoded>, PuzzleError> {
     Ok(Box::new(HitoriEncoding::new(parse(text)?, weak)))
-}
-
-/// The puzzle generators' deterministic source: the engine's splitmix64
-/// (the estimates' generator), with the index helpers they need.
-pub(super) struct Rng(SplitMix64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(SplitMix64::new(seed))
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0.next_u64()
-    }
-    /// Uniform in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
-    }
-    pub fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.below(i + 1);
-            v.swap(i, j);
-        }
-    }
 }
 
 /// Largest size [`generate`] accepts.

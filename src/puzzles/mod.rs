@@ -21,6 +21,7 @@ pub mod kinds;
 pub mod latin;
 pub mod picture;
 pub mod queens;
+pub mod rng;
 pub mod size;
 pub mod slitherlink;
 pub mod sudoku;

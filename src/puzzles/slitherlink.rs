@@ -101,7 +101,7 @@
 //!
 //! None of them rejects a partial solution that extends to a full one.
 
-use super::hitori::Rng;
+use super::rng::Rng;
 use super::size::{product, sum, EncodingSize};
 use super::{Encoded, PuzzleError, MAX_GRID_CELLS};
 use crate::run::SideCondition;

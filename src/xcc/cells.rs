@@ -60,15 +60,13 @@
 //! and a failing hide's own updates are not counted: every node's choices
 //! and counts are those of its path, wherever the run started.
 
-use std::sync::atomic::Ordering;
-
-use super::memory::OutOfMemory;
 use super::problem::Problem;
-use super::search::{
-    Exit, Outcome, PathNode, Probe, ProbeEnd, ProgressView, RunConfig, RunError, SolutionView,
-    Stats, Status, TaskError,
+use super::task::{Decision, Task};
+use super::task_run::{upper_half, Entered, Exit, TaskRun};
+use super::vocabulary::{
+    Engine, Order, OutOfMemory, Outcome, PathNode, Probe, ProbeEnd, RunConfig, RunError,
+    SolutionView, Status, TaskError, Visitor,
 };
-use super::task::{Cut, Decision, Task, ALL};
 
 /// The word the engine's arrays are made of: `u16` for problems small
 /// enough (half the memory, so twice as much of the problem in each cache
@@ -661,25 +659,6 @@ impl ForceStack {
     }
 }
 
-/// How the cells engine breaks the ties of its branching rule, where
-/// SSXCC's choice depends on the order of the sparse sets, and so on the
-/// history of the search: which of the items left with one option is
-/// forced first, and what a hide that fails counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Order {
-    /// A choice that depends on the node alone: the smallest item of
-    /// those waiting to be forced, and a failing hide's updates left out
-    /// (see `ForceStack::failed_hide`). A search cut into tasks (threads,
-    /// workers, checkpoints) counts exactly the nodes and updates of the
-    /// same search in one piece.
-    #[default]
-    Exact,
-    /// SSXCC's own choices (the item forced last first, every update
-    /// counted): its node and update counts on a whole run, but a split
-    /// run's depend on where it was cut.
-    Ssxcc,
-}
-
 /// `array[level]` for a per-level array, without a bounds check: the
 /// search loop touches these arrays about ten times per node, and the
 /// checks were 5 % of latin5's instructions.
@@ -740,20 +719,10 @@ pub(crate) struct Cells<W> {
     filtered: Box<[bool]>,
     /// Alternatives of the range tried before the current one.
     tried: Box<[Decision]>,
-    /// Weight of one alternative at each level from the task's own down.
-    unit: Box<[f64]>,
     // Per run.
-    stats: Stats,
+    /// The level of the task's node.
     base: usize,
-    count_base: bool,
-    fresh_base: bool,
-    replay_mark: Option<u64>,
-    task_weight: f64,
-    given_weight: f64,
-    countdown: u64,
-    /// [`RunConfig::counts_plainly`] for this run.
-    plain_count: bool,
-    cuts: Vec<Cut>,
+    task_run: TaskRun,
 }
 
 /// Whether the cells engine can search `problem`: every problem, those
@@ -892,17 +861,8 @@ impl<W: Word> Cells<W> {
             hi: vec![0; depth].into_boxed_slice(),
             filtered: vec![false; depth].into_boxed_slice(),
             tried: vec![0; depth].into_boxed_slice(),
-            unit: vec![0.0; depth].into_boxed_slice(),
-            stats: Stats::default(),
             base: 0,
-            count_base: true,
-            fresh_base: true,
-            replay_mark: None,
-            task_weight: 1.0,
-            given_weight: 0.0,
-            countdown: 0,
-            plain_count: true,
-            cuts: Vec::new(),
+            task_run: TaskRun::new(depth),
         }
     }
 
@@ -1202,29 +1162,16 @@ impl<W: Word> Cells<W> {
 
     // ----- Runs -----
 
-    pub(crate) fn run<V: super::search::Visitor>(
+    pub(crate) fn run<V: Visitor>(
         &mut self,
         task: &Task,
         config: &RunConfig,
         visitor: &mut V,
     ) -> Result<Outcome, RunError> {
         self.reset();
-        self.stats = Stats::default();
         self.base = task.path.len();
-        self.count_base = task.path.is_empty() && task.from == 0 && task.to == ALL;
-        self.fresh_base = task.from == 0 && task.to == ALL;
-        self.replay_mark = None;
-        self.task_weight = task.weight;
-        self.given_weight = 0.0;
-        self.countdown = config.poll_interval.max(1);
-        self.plain_count = config.counts_plainly();
-        self.cuts.clone_from(&task.cuts);
-        if config.max_solutions == Some(0) {
-            return Ok(Outcome {
-                status: Status::SolutionLimit,
-                stats: Stats::default(),
-                remaining: Vec::new(),
-            });
+        if let Some(outcome) = self.task_run.start(task, config) {
+            return Ok(outcome);
         }
         if self.base + 2 > self.choice.len() {
             return Err(TaskError {
@@ -1238,28 +1185,21 @@ impl<W: Word> Cells<W> {
         } else {
             self.search::<false, V>(task, config, visitor)
         };
-        let replay = self.replay_mark.unwrap_or(self.updates);
-        self.stats.updates = self.updates - replay;
-        self.stats.replay_updates = replay;
-        let (status, remaining) = result?;
+        let result = result?;
         if let Some(bytes) = self.out_of_memory.take() {
             return Err(RunError::OutOfMemory(OutOfMemory {
-                engine: super::search::Engine::Cells,
+                engine: Engine::Cells,
                 bytes,
             }));
         }
-        Ok(Outcome {
-            status,
-            stats: std::mem::take(&mut self.stats),
-            remaining,
-        })
+        Ok(self.task_run.outcome((self.updates, 0), result))
     }
 
     /// SSXCC's main loop, with task ranges. Knuth's labels (forward,
     /// advance, backup, abort) are loops here rather than states of a
     /// `match`: the jumps between them are then direct branches, where a
     /// state variable cost an indirect jump per step (several per node).
-    fn search<const COLORS: bool, V: super::search::Visitor>(
+    fn search<const COLORS: bool, V: Visitor>(
         &mut self,
         task: &Task,
         config: &RunConfig,
@@ -1309,7 +1249,7 @@ impl<W: Word> Cells<W> {
                     }
                     self.enter_level(level, task, t);
                     cur_choice = best;
-                    if level == self.base && !self.fresh_base {
+                    if level == self.base && !self.task_run.fresh_base {
                         self.end_replay();
                     }
                 }
@@ -1405,31 +1345,18 @@ impl<W: Word> Cells<W> {
     /// alternatives.
     #[inline(always)]
     fn enter_level(&mut self, level: usize, task: &Task, degree: u32) {
-        if level > self.base && self.cuts.is_empty() {
+        if level > self.base && self.task_run.cuts.is_empty() {
             // The common case, without the general case's branches (1.4 %
             // of latin5's instructions): every alternative is this run's.
             self.set_range(level, 0, degree, degree);
             return;
         }
-        let (lo, hi) = if level < self.base {
-            (task.path[level], task.path[level].saturating_add(1))
-        } else if level == self.base {
-            (task.from, if task.to == ALL { degree } else { task.to })
-        } else {
-            (0, degree)
-        };
-        let hi = if self.cuts.is_empty() || level < self.base {
-            hi
-        } else {
-            self.cut_end(level, hi)
-        };
+        let (lo, hi) = self
+            .task_run
+            .range(level, self.base, task, degree, || self.rank_path(level));
         self.set_range(level, lo, hi, degree);
         if level == self.base {
-            self.unit[level] = if hi > lo {
-                task.weight / f64::from(hi - lo)
-            } else {
-                0.0
-            };
+            self.task_run.set_base_unit(self.base, task, lo, hi);
         }
     }
 
@@ -1446,92 +1373,44 @@ impl<W: Word> Cells<W> {
         }
     }
 
-    /// The weight of one alternative at each level below the task's, up to
-    /// `level` (excluded). Computed only when progress, a give-away or a
-    /// checkpoint needs them: a division per node costs more than they do.
-    fn fill_units(&mut self, level: usize) {
-        for l in self.base + 1..level {
-            self.unit[l] = self.unit[l - 1] / f64::from(self.degree[l].max(1));
-        }
-    }
-
-    #[cold]
-    fn cut_end(&self, level: usize, hi: Decision) -> Decision {
-        if !self.cuts.iter().any(|cut| cut.path.len() == level) {
-            return hi;
-        }
-        let ranks = self.rank_path(level);
-        self.cuts
-            .iter()
-            .filter(|cut| cut.path == ranks)
-            .fold(hi, |hi, cut| hi.min(cut.end))
-    }
-
-    fn cuts_within(&self, path: &[Decision], from: Decision, to: Decision) -> Vec<Cut> {
-        Cut::all_within(&self.cuts, path, from, to)
-    }
-
     #[cold]
     #[inline(never)]
     fn end_replay(&mut self) {
-        self.replay_mark = Some(self.updates);
+        self.task_run.end_replay((self.updates, 0));
     }
 
     /// Counts a node at `level` and, every `poll_interval` nodes, consults
     /// the stop flag and the visitor (as the links engine does).
     #[inline(always)]
-    fn enter_node<V: super::search::Visitor>(
+    fn enter_node<V: Visitor>(
         &mut self,
         level: usize,
         config: &RunConfig,
         visitor: &mut V,
     ) -> Option<Exit> {
-        if level > self.base && self.plain_count {
-            // The common case in few steps: the general one below was 4 %
-            // of latin5's instructions.
-            self.stats.count_plain_node(level);
-            self.countdown -= 1;
-            if self.countdown > 0 {
-                return None;
-            }
-            return self.poll(level, config, visitor);
+        let updates = self.updates;
+        match self
+            .task_run
+            .enter_node(level, self.base, config, || (updates, 0))
+        {
+            Entered::Go => None,
+            Entered::Poll => self.poll(level, config, visitor),
+            Entered::Stop(exit) => Some(exit),
         }
-        if level < self.base || (level == self.base && !self.count_base) {
-            if level == self.base && self.fresh_base {
-                self.end_replay();
-            }
-            return None;
-        }
-        if !self.stats.count_node(level, level - self.base, config) {
-            return Some(Exit::Stop(Status::NodeLimit));
-        }
-        if level == self.base {
-            self.end_replay();
-            return None;
-        }
-        self.countdown -= 1;
-        if self.countdown > 0 {
-            return None;
-        }
-        self.poll(level, config, visitor)
     }
 
     #[cold]
     #[inline(never)]
-    fn poll<V: super::search::Visitor>(
+    fn poll<V: Visitor>(
         &mut self,
         level: usize,
         config: &RunConfig,
         visitor: &mut V,
     ) -> Option<Exit> {
-        self.countdown = config.poll_interval.max(1);
-        if let Some(flag) = &config.stop {
-            if flag.load(Ordering::Relaxed) {
-                return Some(Exit::Stop(Status::Stopped));
-            }
+        if let Some(exit) = self.task_run.poll_due(config, (self.updates, 0)) {
+            return Some(exit);
         }
-        self.fill_units(level);
-        self.stats.updates = self.updates - self.replay_mark.unwrap_or_default();
+        self.task_run.fill_units(level, self.base, &self.degree);
         // Positions are ranks, as in tasks: the same node has the same
         // name in every run.
         let mut ranks = std::mem::take(&mut self.ranks);
@@ -1541,27 +1420,14 @@ impl<W: Word> Cells<W> {
             self.rank(self.item_of(cur), cur)
         }));
         self.ranks = ranks;
-        let request = {
-            let view = ProgressView {
-                stats: &self.stats,
-                positions: &self.ranks,
-                degrees: &self.degree[..level],
-                done_weight: self.done_weight(level),
-                task_weight: self.task_weight - self.given_weight,
-            };
-            visitor.poll(&view)
-        };
+        let request = self.task_run.ask(
+            visitor,
+            self.base,
+            &self.ranks,
+            &self.degree[..level],
+            |l| self.tried[l],
+        );
         Exit::after_poll(request, visitor, || self.give_away(level))
-    }
-
-    fn done_weight(&self, level: usize) -> f64 {
-        if level <= self.base {
-            return 0.5 * (self.task_weight - self.given_weight);
-        }
-        let done: f64 = (self.base..level)
-            .map(|l| f64::from(self.tried[l]) * self.unit[l])
-            .sum();
-        done + 0.5 * self.unit[level - 1]
     }
 
     /// The ranks of the alternatives of the range at `level` tried so far
@@ -1577,7 +1443,8 @@ impl<W: Word> Cells<W> {
     }
 
     /// Gives away the ranks above every tried rank, upper half, at the
-    /// shallowest level that has any. Called at a node on `level`.
+    /// shallowest level that has any. Called at a node on `level` (units
+    /// filled).
     fn give_away(&mut self, level: usize) -> Option<Task> {
         for l in self.base..level {
             let hi = self.hi[l];
@@ -1585,75 +1452,44 @@ impl<W: Word> Cells<W> {
                 continue; // nothing untried
             }
             let max_tried = self.tried_ranks(l).into_iter().max()?;
-            let above = hi - 1 - max_tried;
-            if above == 0 {
+            let Some(mid) = upper_half(max_tried, hi) else {
                 continue;
-            }
-            let mid = max_tried + 1 + above / 2;
-            let weight = self.unit[l] * f64::from(hi - mid);
+            };
             self.hi[l] = mid;
             self.filtered[l] = true;
-            self.given_weight += weight;
-            let path = self.rank_path(l);
-            let cuts = self.cuts_within(&path, mid, hi);
-            return Some(Task {
-                path,
-                from: mid,
-                to: hi,
-                weight,
-                cuts,
-            });
+            return Some(self.task_run.give_away(self.rank_path(l), mid, hi));
         }
         None
     }
 
-    /// The unexplored work of a run stopped at a node on `level` (not yet
-    /// branched on): the node itself, then each level's untried ranks as
-    /// maximal intervals, deepest first.
-    fn remaining_tasks(&self, level: usize, task: &Task) -> Vec<Task> {
-        if level <= self.base {
-            return vec![task.clone()];
-        }
-        let ranks = self.rank_path(level);
-        let mut tasks = vec![Task {
-            cuts: self.cuts_within(&ranks, 0, ALL),
-            path: ranks.clone(),
-            from: 0,
-            to: ALL,
-            weight: self.unit[level - 1],
-        }];
-        for l in (self.base..level).rev() {
-            let (lo, hi) = (self.lo[l], self.hi[l]);
-            let tried = self.tried_ranks(l);
-            let path = &ranks[..l];
-            let mut r = lo;
-            while r < hi {
-                if tried.contains(&r) {
-                    r += 1;
-                    continue;
-                }
-                let from = r;
-                while r < hi && !tried.contains(&r) {
-                    r += 1;
-                }
-                tasks.push(Task {
-                    path: path.to_vec(),
-                    from,
-                    to: r,
-                    weight: self.unit[l] * f64::from(r - from),
-                    cuts: self.cuts_within(path, from, r),
-                });
-            }
-        }
-        tasks
-    }
-
+    /// The run's status and, after a checkpoint, its unexplored work: the
+    /// node itself, then each level's untried ranks as maximal intervals,
+    /// deepest first.
     fn finish(&mut self, exit: Exit, level: usize, task: &Task) -> (Status, Vec<Task>) {
-        self.fill_units(level);
-        exit.finish(|| self.remaining_tasks(level, task))
+        self.task_run.fill_units(level, self.base, &self.degree);
+        exit.finish(|| {
+            let ranks = self.rank_path(level);
+            self.task_run
+                .remaining_tasks(self.base, task, &ranks, |l, untried| {
+                    let (lo, hi) = (self.lo[l], self.hi[l]);
+                    let tried = self.tried_ranks(l);
+                    let mut r = lo;
+                    while r < hi {
+                        if tried.contains(&r) {
+                            r += 1;
+                            continue;
+                        }
+                        let from = r;
+                        while r < hi && !tried.contains(&r) {
+                            r += 1;
+                        }
+                        untried.push((from, r));
+                    }
+                })
+        })
     }
 
-    fn accepts<V: super::search::Visitor>(&self, level: usize, visitor: &mut V) -> bool {
+    fn accepts<V: Visitor>(&self, level: usize, visitor: &mut V) -> bool {
         visitor.partial(&SolutionView::new(
             &self.choice[..level],
             &self.node_option,
@@ -1661,7 +1497,7 @@ impl<W: Word> Cells<W> {
         ))
     }
 
-    fn record<V: super::search::Visitor>(
+    fn record<V: Visitor>(
         &mut self,
         level: usize,
         config: &RunConfig,
@@ -1672,7 +1508,10 @@ impl<W: Word> Cells<W> {
             &self.node_option,
             0,
         ));
-        self.stats.count_solution(flow, config).map(Exit::Stop)
+        self.task_run
+            .stats
+            .count_solution(flow, config)
+            .map(Exit::Stop)
     }
 
     /// What `path` (ranks) leads to: the option taken at each level and the
@@ -1745,7 +1584,7 @@ impl<W: Word> Cells<W> {
         }
     }
 
-    /// One random walk down SSXCC's tree (see [`super::search::Solver::probe`]):
+    /// One random walk down SSXCC's tree (see [`super::Solver::probe`]):
     /// at each node an alternative drawn by `choose` among the branching
     /// item's options, in any order (the walk is uniform whatever the
     /// order). An option that fails on entry ends the walk as

@@ -47,15 +47,13 @@
 //! its left one; a checkpoint leaves the node, then every untried right
 //! child, deepest first.
 
-use std::sync::atomic::Ordering;
-
-use super::cells::Order;
 use super::problem::Problem;
-use super::search::{
-    Exit, Outcome, PathNode, Probe, ProbeEnd, ProgressView, RunConfig, RunError, SolutionView,
-    Stats, Status, TaskError,
+use super::task::{Decision, Task, ALL};
+use super::task_run::{Entered, Exit, TaskRun};
+use super::vocabulary::{
+    Engine, Order, OutOfMemory, Outcome, PathNode, Probe, ProbeEnd, Request, RunConfig, RunError,
+    SolutionView, Status, TaskError, Visitor,
 };
-use super::task::{Cut, Decision, Task, ALL};
 
 /// An item occurrence (`itm > 0`, `loc` its slot in the item's set) or a
 /// spacer (`itm <= 0`).
@@ -305,21 +303,14 @@ pub(crate) struct CellsMcc {
     alt: Box<[Decision]>,
     lo: Box<[Decision]>,
     hi: Box<[Decision]>,
-    unit: Box<[f64]>,
     /// Options included above each level (SSMCC's stage).
     stage: Box<[usize]>,
     /// The included cells, by stage.
     chosen: Box<[u32]>,
     // Per run.
-    stats: Stats,
+    /// The level of the task's node.
     base: usize,
-    count_base: bool,
-    replay_mark: Option<u64>,
-    task_weight: f64,
-    given_weight: f64,
-    countdown: u64,
-    plain_count: bool,
-    cuts: Vec<Cut>,
+    task_run: TaskRun,
     ranks: Vec<Decision>,
 }
 
@@ -453,18 +444,10 @@ impl CellsMcc {
             alt: vec![0; depth].into_boxed_slice(),
             lo: vec![0; depth].into_boxed_slice(),
             hi: vec![0; depth].into_boxed_slice(),
-            unit: vec![0.0; depth].into_boxed_slice(),
             stage: vec![0; depth + 1].into_boxed_slice(),
             chosen: vec![0; depth].into_boxed_slice(),
-            stats: Stats::default(),
             base: 0,
-            count_base: true,
-            replay_mark: None,
-            task_weight: 1.0,
-            given_weight: 0.0,
-            countdown: 0,
-            plain_count: true,
-            cuts: Vec::new(),
+            task_run: TaskRun::new(depth),
             ranks: Vec::new(),
         }
     }
@@ -744,30 +727,21 @@ impl CellsMcc {
 
     // ----- Runs -----
 
-    pub(crate) fn run<V: super::search::Visitor>(
+    pub(crate) fn run<V: Visitor>(
         &mut self,
         task: &Task,
         config: &RunConfig,
         visitor: &mut V,
     ) -> Result<Outcome, RunError> {
         self.reset();
-        self.stats = Stats::default();
         self.out_of_memory = None;
         self.base = task.path.len();
-        self.count_base = task.path.is_empty() && task.from == 0 && task.to == ALL;
-        self.replay_mark = None;
-        self.task_weight = task.weight;
-        self.given_weight = 0.0;
-        self.countdown = config.poll_interval.max(1);
-        self.plain_count = config.counts_plainly();
-        self.cuts.clone_from(&task.cuts);
-        if config.max_solutions == Some(0) {
-            return Ok(Outcome {
-                status: Status::SolutionLimit,
-                stats: Stats::default(),
-                remaining: Vec::new(),
-            });
+        if let Some(outcome) = self.task_run.start(task, config) {
+            return Ok(outcome);
         }
+        // SSMCC's node does no work before its range: the replay of the
+        // task's path ends on entering the task's node, whatever its range.
+        self.task_run.fresh_base = true;
         let whole = task.path.is_empty() && task.from == 0 && task.to == ALL;
         if self.base + 2 > self.choice.len() || (!self.exact && !whole) {
             // SSMCC's own order names no subtree but the root's (see the
@@ -778,22 +752,14 @@ impl CellsMcc {
             }
             .into());
         }
-        let result = self.search(task, config, visitor);
-        let replay = self.replay_mark.unwrap_or(self.updates);
-        self.stats.updates = self.updates - replay;
-        self.stats.replay_updates = replay;
-        let (status, remaining) = result?;
+        let result = self.search(task, config, visitor)?;
         if let Some(bytes) = self.out_of_memory.take() {
-            return Err(RunError::OutOfMemory(super::memory::OutOfMemory {
-                engine: super::search::Engine::Cells,
+            return Err(RunError::OutOfMemory(OutOfMemory {
+                engine: Engine::Cells,
                 bytes,
             }));
         }
-        Ok(Outcome {
-            status,
-            stats: std::mem::take(&mut self.stats),
-            remaining,
-        })
+        Ok(self.task_run.outcome((self.updates, 0), result))
     }
 
     /// Enters level `level + 1` from `level`, by alternative `alt`.
@@ -813,7 +779,7 @@ impl CellsMcc {
 
     /// SSMCC's main loop with task ranges: forward (a node), advance (its
     /// left child), purgeit (its right child), backup.
-    fn search<V: super::search::Visitor>(
+    fn search<V: Visitor>(
         &mut self,
         task: &Task,
         config: &RunConfig,
@@ -928,7 +894,7 @@ impl CellsMcc {
 
     #[inline(always)]
     fn enter_level(&mut self, level: usize, task: &Task, degree: Decision) {
-        if level > self.base && self.cuts.is_empty() {
+        if level > self.base && self.task_run.cuts.is_empty() {
             // The common case: every alternative is this run's.
             self.lo[level] = 0;
             self.hi[level] = degree;
@@ -942,198 +908,92 @@ impl CellsMcc {
     #[cold]
     #[inline(never)]
     fn enter_task_level(&mut self, level: usize, task: &Task, degree: Decision) {
-        let (lo, hi) = if level < self.base {
-            (task.path[level], task.path[level].saturating_add(1))
-        } else if level == self.base {
-            (task.from, if task.to == ALL { degree } else { task.to })
-        } else {
-            (0, degree)
-        };
-        let hi = if self.cuts.is_empty() || level < self.base {
-            hi
-        } else {
-            self.cut_end(level, hi)
-        };
+        let (lo, hi) = self
+            .task_run
+            .range(level, self.base, task, degree, || &self.alt[..level]);
         self.lo[level] = lo;
         self.hi[level] = hi.min(degree);
         self.degree[level] = degree;
         self.alt[level] = lo;
         if level == self.base {
-            self.unit[level] = if hi > lo {
-                task.weight / f64::from(hi - lo)
-            } else {
-                0.0
-            };
+            self.task_run.set_base_unit(self.base, task, lo, hi);
         }
     }
 
-    fn fill_units(&mut self, level: usize) {
-        for l in self.base + 1..level {
-            self.unit[l] = self.unit[l - 1] / f64::from(self.degree[l].max(1));
-        }
-    }
-
-    fn rank_path(&self, level: usize) -> Vec<Decision> {
-        self.alt[..level].to_vec()
-    }
-
-    fn cut_end(&self, level: usize, hi: Decision) -> Decision {
-        if !self.cuts.iter().any(|cut| cut.path.len() == level) {
-            return hi;
-        }
-        let ranks = self.rank_path(level);
-        self.cuts
-            .iter()
-            .filter(|cut| cut.path == ranks)
-            .fold(hi, |hi, cut| hi.min(cut.end))
-    }
-
-    fn cuts_within(&self, path: &[Decision], from: Decision, to: Decision) -> Vec<Cut> {
-        Cut::all_within(&self.cuts, path, from, to)
-    }
-
-    fn enter_node<V: super::search::Visitor>(
+    fn enter_node<V: Visitor>(
         &mut self,
         level: usize,
         config: &RunConfig,
         visitor: &mut V,
     ) -> Option<Exit> {
-        if level > self.base && self.plain_count {
-            self.stats.count_plain_node(level);
-            self.countdown -= 1;
-            if self.countdown > 0 {
-                return None;
-            }
-            return self.poll(level, config, visitor);
+        let updates = self.updates;
+        match self
+            .task_run
+            .enter_node(level, self.base, config, || (updates, 0))
+        {
+            Entered::Go => None,
+            Entered::Poll => self.poll(level, config, visitor),
+            Entered::Stop(exit) => Some(exit),
         }
-        if level < self.base || (level == self.base && !self.count_base) {
-            if level == self.base {
-                self.replay_mark = Some(self.updates);
-            }
-            return None;
-        }
-        if !self.stats.count_node(level, level - self.base, config) {
-            return Some(Exit::Stop(Status::NodeLimit));
-        }
-        if level == self.base {
-            self.replay_mark = Some(self.updates);
-            return None;
-        }
-        self.countdown -= 1;
-        if self.countdown > 0 {
-            return None;
-        }
-        self.poll(level, config, visitor)
     }
 
     #[cold]
     #[inline(never)]
-    fn poll<V: super::search::Visitor>(
+    fn poll<V: Visitor>(
         &mut self,
         level: usize,
         config: &RunConfig,
         visitor: &mut V,
     ) -> Option<Exit> {
-        self.countdown = config.poll_interval.max(1);
-        if let Some(flag) = &config.stop {
-            if flag.load(Ordering::Relaxed) {
-                return Some(Exit::Stop(Status::Stopped));
-            }
+        if let Some(exit) = self.task_run.poll_due(config, (self.updates, 0)) {
+            return Some(exit);
         }
-        self.fill_units(level);
-        self.stats.updates = self.updates - self.replay_mark.unwrap_or_default();
+        self.task_run.fill_units(level, self.base, &self.degree);
         let mut ranks = std::mem::take(&mut self.ranks);
         ranks.clear();
         ranks.extend_from_slice(&self.alt[..level]);
         self.ranks = ranks;
-        let request = {
-            let view = ProgressView {
-                stats: &self.stats,
-                positions: &self.ranks,
-                degrees: &self.degree[..level],
-                done_weight: self.done_weight(level),
-                task_weight: self.task_weight - self.given_weight,
-            };
-            visitor.poll(&view)
-        };
-        if !self.exact && request == super::search::Request::Checkpoint {
+        let request = self.task_run.ask(
+            visitor,
+            self.base,
+            &self.ranks,
+            &self.degree[..level],
+            |l| self.alt[l] - self.lo[l],
+        );
+        if !self.exact && request == Request::Checkpoint {
             // SSMCC's order leaves no tasks (see the module's doc).
             return Some(Exit::Stop(Status::Stopped));
         }
         Exit::after_poll(request, visitor, || self.give_away(level))
     }
 
-    fn done_weight(&self, level: usize) -> f64 {
-        if level <= self.base {
-            return 0.5 * (self.task_weight - self.given_weight);
-        }
-        let done: f64 = (self.base..level)
-            .map(|l| f64::from(self.alt[l] - self.lo[l]) * self.unit[l])
-            .sum();
-        done + 0.5 * self.unit[level - 1]
-    }
-
     /// Gives away the right child of the shallowest level still exploring
-    /// its left one (with the right one in its range).
+    /// its left one (with the right one in its range). Units filled.
     fn give_away(&mut self, level: usize) -> Option<Task> {
         if !self.exact {
             return None;
         }
-        for l in self.base..level {
-            if self.alt[l] + 1 >= self.hi[l] {
-                continue;
-            }
-            let (from, to) = (self.alt[l] + 1, self.hi[l]);
-            let weight = self.unit[l] * f64::from(to - from);
-            self.hi[l] = from;
-            self.given_weight += weight;
-            let path = self.rank_path(l);
-            let cuts = self.cuts_within(&path, from, to);
-            return Some(Task {
-                path,
-                from,
-                to,
-                weight,
-                cuts,
-            });
-        }
-        None
+        let l = (self.base..level).find(|&l| self.alt[l] + 1 < self.hi[l])?;
+        let (from, to) = (self.alt[l] + 1, self.hi[l]);
+        self.hi[l] = from;
+        Some(self.task_run.give_away(self.alt[..l].to_vec(), from, to))
     }
 
-    fn remaining_tasks(&self, level: usize, task: &Task) -> Vec<Task> {
-        if level <= self.base {
-            return vec![task.clone()];
-        }
-        let ranks = self.rank_path(level);
-        let mut tasks = vec![Task {
-            cuts: self.cuts_within(&ranks, 0, ALL),
-            path: ranks.clone(),
-            from: 0,
-            to: ALL,
-            weight: self.unit[level - 1],
-        }];
-        for l in (self.base..level).rev() {
-            let (from, to) = (self.alt[l] + 1, self.hi[l]);
-            if from < to {
-                let path = &ranks[..l];
-                tasks.push(Task {
-                    path: path.to_vec(),
-                    from,
-                    to,
-                    weight: self.unit[l] * f64::from(to - from),
-                    cuts: self.cuts_within(path, from, to),
-                });
-            }
-        }
-        tasks
-    }
-
+    /// The run's status and, after a checkpoint, its unexplored work: the
+    /// node, then each untried right child, deepest first.
     fn finish(&mut self, exit: Exit, level: usize, task: &Task) -> (Status, Vec<Task>) {
-        self.fill_units(level);
-        exit.finish(|| self.remaining_tasks(level, task))
+        self.task_run.fill_units(level, self.base, &self.degree);
+        exit.finish(|| {
+            self.task_run
+                .remaining_tasks(self.base, task, &self.alt[..level], |l, untried| {
+                    if self.alt[l] + 1 < self.hi[l] {
+                        untried.push((self.alt[l] + 1, self.hi[l]));
+                    }
+                })
+        })
     }
 
-    fn accepts<V: super::search::Visitor>(&self, level: usize, visitor: &mut V) -> bool {
+    fn accepts<V: Visitor>(&self, level: usize, visitor: &mut V) -> bool {
         let stage = self.stage[level];
         visitor.partial(&SolutionView::new(
             &self.chosen[..stage],
@@ -1142,7 +1002,7 @@ impl CellsMcc {
         ))
     }
 
-    fn record<V: super::search::Visitor>(
+    fn record<V: Visitor>(
         &mut self,
         level: usize,
         config: &RunConfig,
@@ -1154,7 +1014,10 @@ impl CellsMcc {
             &self.node_option,
             0,
         ));
-        self.stats.count_solution(flow, config).map(Exit::Stop)
+        self.task_run
+            .stats
+            .count_solution(flow, config)
+            .map(Exit::Stop)
     }
 
     /// What `path` leads to: for Algorithm M, nothing (its alternatives

@@ -111,6 +111,14 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Problem, ParseError> {
         .map_err(|e| error_at(number, line, &first, e.into()))
 }
 
+/// A problem displays as its DLX text (here, beside the format's reader
+/// and writer, so that the problem model does not name its format).
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write(self, f)
+    }
+}
+
 /// Writes `problem` in DLX format: the item line, then one line per option,
 /// dropped options included (a reader drops them again), so that
 /// `parse(&to_string(p)) == Ok(p)`.

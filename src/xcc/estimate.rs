@@ -26,8 +26,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::search::{Probe, ProbeEnd, ProgressView, Request, RunConfig, Solver, Status, Visitor};
+use super::solver::Solver;
 use super::task::{Decision, Task};
+use super::vocabulary::{Probe, ProbeEnd, ProgressView, Request, RunConfig, Status, Visitor};
 
 /// Probes of an estimate when nobody says how many.
 pub const DEFAULT_PROBES: u64 = 1000;

@@ -19,7 +19,8 @@
 
 use super::links::node_count;
 use super::problem::Problem;
-use super::search::Engine;
+use super::vocabulary::Engine;
+pub use super::vocabulary::OutOfMemory;
 
 /// Bytes of the per-level state of an engine: its stacks (at most 8 words)
 /// and a profile's counter.
@@ -133,15 +134,6 @@ pub struct Need {
     pub engine: Engine,
     pub bytes: u64,
     pub limit: u64,
-}
-
-/// The engine could not allocate working memory it needed (within its
-/// bound): the run stopped, the process did not abort.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the {engine} engine ran out of memory: it could not allocate {bytes} bytes")]
-pub struct OutOfMemory {
-    pub engine: Engine,
-    pub bytes: u64,
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@
 //! text format and the programmatic API share one set of rules.
 
 use std::collections::HashMap;
-use std::fmt;
 
 /// Largest number of items a problem may declare.
 pub const MAX_ITEMS: usize = 1 << 24;
@@ -350,13 +349,6 @@ impl<'a> Verifier<'a> {
             ));
         }
         Ok(())
-    }
-}
-
-impl fmt::Display for Problem {
-    /// Writes the problem in Knuth's DLX format.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        super::dlx_format::write(self, f)
     }
 }
 
