@@ -41,6 +41,22 @@ pub enum EndReason {
     Failed,
 }
 
+impl EndReason {
+    /// Its name in lower snake case: a metric's label value (Prometheus's
+    /// convention), e.g. `xccd_jobs_finished_total{reason="node_limit"}`.
+    pub fn label(self) -> &'static str {
+        match self {
+            EndReason::Complete => "complete",
+            EndReason::Limit => "limit",
+            EndReason::Cancelled => "cancelled",
+            EndReason::Deadline => "deadline",
+            EndReason::NodeLimit => "node_limit",
+            EndReason::Shutdown => "shutdown",
+            EndReason::Failed => "failed",
+        }
+    }
+}
+
 /// A problem reduced for a job, and how its options name the caller's.
 #[derive(Debug)]
 pub struct Preprocessed {

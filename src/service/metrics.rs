@@ -19,8 +19,6 @@ use metrics::Unit;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 
-use super::job::EndReason;
-
 // The coordinator (`xccd serve`): the API.
 pub const API_AUTH_FAILURES: &str = "xccd_api_auth_failures_total";
 pub const PUZZLES_TOO_LARGE: &str = "xccd_puzzles_too_large_total";
@@ -423,19 +421,6 @@ fn answer(handle: &PrometheusHandle, method: &http::Method, path: &str) -> http:
             .insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
     }
     response
-}
-
-/// A job's end reason as a label value.
-pub fn end_reason(reason: EndReason) -> &'static str {
-    match reason {
-        EndReason::Complete => "complete",
-        EndReason::Limit => "limit",
-        EndReason::Cancelled => "cancelled",
-        EndReason::Deadline => "deadline",
-        EndReason::NodeLimit => "node_limit",
-        EndReason::Shutdown => "shutdown",
-        EndReason::Failed => "failed",
-    }
 }
 
 /// A gRPC status code as a label value.

@@ -110,7 +110,7 @@ impl Shared {
             let entry = state.jobs.remove(&id).expect("present");
             state.ring.retain(|&j| j != id);
             let summary = entry.job.finish();
-            let reason = metric::end_reason(summary.reason);
+            let reason = summary.reason.label();
             metrics::counter!(metric::JOBS_FINISHED, "reason" => reason).increment(1);
             metrics::histogram!(metric::JOB_DURATION, "reason" => reason).record(summary.elapsed);
             tracing::info!(
