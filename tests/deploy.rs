@@ -1550,9 +1550,17 @@ fn the_autoscaler_follows_the_coordinators_queue() {
     assert_autoscaler_metrics(&hpa, COORDINATOR.1, "base/worker-hpa.yaml");
 
     // The series is the gauge the coordinator publishes, and Prometheus is asked to scrape it.
+    // Every metric is named in src/service/metrics.rs; the server sets this one.
+    let names = read("src/service/metrics.rs");
+    assert!(
+        names.contains(&format!(
+            "pub const TASKS_QUEUED: &str = \"{QUEUE_GAUGE}\";"
+        )),
+        "src/service/metrics.rs names no gauge {QUEUE_GAUGE} as TASKS_QUEUED"
+    );
     let server = read("src/service/server.rs");
     assert!(
-        server.contains(&format!("metrics::gauge!(\"{QUEUE_GAUGE}\")")),
+        server.contains("metrics::gauge!(metric::TASKS_QUEUED)"),
         "src/service/server.rs publishes no gauge {QUEUE_GAUGE}"
     );
     let coordinator = without_comments(&read("deploy/k8s/base/coordinator-statefulset.yaml"));
