@@ -15,7 +15,7 @@ use std::time::Instant;
 use clap::{Args, Subcommand};
 use xccd::puzzles::kinds::{self, EncodeOptions, Kind};
 use xccd::puzzles::side_condition;
-use xccd::puzzles::{formats, picture};
+use xccd::puzzles::{formats, picture, svg};
 use xccd::puzzles::{Encoded, FutoshikiEncoding, Puzzle};
 use xccd::run::{memo_refusal, run_root, Batch, MemoRun, Port, RunEnd, RunSpec, Taken};
 use xccd::service::proto as pb;
@@ -150,8 +150,10 @@ pub struct SolveArgs {
     #[arg(long, requires = "memo")]
     pub faithful: bool,
     /// How solutions print: `picture` (drawn with box-drawing characters,
-    /// for a person), `text` (the puzzle's own format, for scripts) or
-    /// `auto` (a picture when standard output is a terminal, else text).
+    /// for a person), `text` (the puzzle's own format, for scripts), `svg`
+    /// (an SVG document per solution, for a browser or a file; a blank
+    /// line between two) or `auto` (a picture when standard output is a
+    /// terminal, else text).
     #[arg(long, value_enum, default_value_t = Format::Auto)]
     pub format: Format,
     /// Do not print the final statistics line on stderr.
@@ -166,6 +168,7 @@ pub enum Format {
     Auto,
     Picture,
     Text,
+    Svg,
 }
 
 #[derive(Args, Debug)]
@@ -266,8 +269,15 @@ struct Grids<W: Write> {
     out: W,
     print: bool,
     count: u64,
-    /// Draw the solutions of this kind as pictures.
-    picture: Option<Kind>,
+    /// How the solutions of which kind are drawn (`None`: printed as text).
+    drawing: Option<(Drawing, Kind)>,
+}
+
+/// How a solved grid is drawn instead of printed as text.
+#[derive(Clone, Copy)]
+enum Drawing {
+    Picture,
+    Svg,
 }
 
 impl<W: Write> Grids<W> {
@@ -276,7 +286,10 @@ impl<W: Write> Grids<W> {
         if !self.print {
             return Ok(());
         }
-        let drawn = self.picture.and_then(|kind| picture::picture(kind, text));
+        let drawn = self.drawing.and_then(|(how, kind)| match how {
+            Drawing::Picture => picture::picture(kind, text),
+            Drawing::Svg => svg::svg(kind, text),
+        });
         let text = drawn.as_deref().unwrap_or(text);
         let separator = if self.count > 1 { "\n" } else { "" };
         let newline = if text.ends_with('\n') { "" } else { "\n" };
@@ -341,16 +354,17 @@ fn solve(args: SolveArgs) -> Result<(), CliError> {
     let limit = solution_limit(args.all, args.count, args.limit)?;
     let start = Instant::now();
     let stdout = io::stdout();
-    let pictures = match args.format {
-        Format::Picture => true,
-        Format::Text => false,
-        Format::Auto => stdout.is_terminal(),
+    let drawing = match args.format {
+        Format::Picture => Some(Drawing::Picture),
+        Format::Svg => Some(Drawing::Svg),
+        Format::Text => None,
+        Format::Auto => stdout.is_terminal().then_some(Drawing::Picture),
     };
     let mut grids = Grids {
         out: BufWriter::new(stdout.lock()),
         print: !args.count,
         count: 0,
-        picture: pictures.then_some(args.puzzle.kind),
+        drawing: drawing.map(|how| (how, args.puzzle.kind)),
     };
     if args.memo
         && (args.at.server.is_some()

@@ -10,8 +10,9 @@
 //! hitori, a single loop in slitherlink) are each encoding's
 //! [`SideCondition`]: checked on complete solutions and, to prune the
 //! search, on partial ones, wherever a task of the puzzle runs (see
-//! [`crate::run`]). [`formats`] describes each kind's input for people, [`picture`] draws
-//! solutions for them.
+//! [`crate::run`]). [`formats`] describes each kind's input for people;
+//! [`solved`] reads a solution's text back as a grid, which [`picture`]
+//! draws for a terminal and [`svg`] for a browser.
 
 pub mod formats;
 pub mod futoshiki;
@@ -24,7 +25,9 @@ pub mod queens;
 pub mod rng;
 pub mod size;
 pub mod slitherlink;
+pub mod solved;
 pub mod sudoku;
+pub mod svg;
 
 pub use futoshiki::FutoshikiEncoding;
 pub use kinds::{EncodeOptions, Kind, Puzzle};

@@ -4,44 +4,36 @@
 //! blocks, hidato with its numbers and holes, slitherlink with its loop
 //! drawn as lines around the clues, queens on a board.
 //!
-//! A picture is drawn from a solution's text (every kind prints solutions
-//! in its input format), so it serves solutions from any source: this
-//! process, a pool or a server. Pure code; the plain text stays what
-//! scripts read.
+//! A picture is drawn from the solution's text read back as a
+//! [`Solved`] grid, so it serves solutions from any source: this process,
+//! a pool or a server. Pure code; the plain text stays what scripts read.
 
 use super::kinds::Kind;
+use super::solved::{Loop, Sign, Solved};
 
 /// The picture of a solution printed as `text` by a puzzle of `kind`, or
 /// `None` if the text is not a solved grid of that kind (then print the
 /// text).
 pub fn picture(kind: Kind, text: &str) -> Option<String> {
-    match kind {
-        Kind::Sudoku => sudoku(text),
-        Kind::Latin => latin(text),
-        Kind::Futoshiki => futoshiki(text),
-        Kind::Hitori => hitori(text),
-        Kind::Hidato => hidato(text),
-        Kind::Slitherlink => slitherlink(text),
-        Kind::Queens => queens(text),
-    }
-}
-
-/// Non-blank lines, without trailing blanks.
-fn lines(text: &str) -> Vec<&str> {
-    text.lines()
-        .map(str::trim_end)
-        .filter(|l| !l.is_empty())
-        .collect()
-}
-
-/// Whitespace-separated tokens of each line, all lines of one length.
-fn token_grid(text: &str) -> Option<Vec<Vec<String>>> {
-    let grid: Vec<Vec<String>> = lines(text)
-        .iter()
-        .map(|l| l.split_whitespace().map(str::to_string).collect())
-        .collect();
-    let cols = grid.first()?.len();
-    (cols > 0 && grid.iter().all(|row| row.len() == cols)).then_some(grid)
+    Some(match Solved::read(kind, text)? {
+        Solved::Sudoku { box_size, cells } => sudoku(box_size, &cells),
+        Solved::Latin { cells } => {
+            let cells: Vec<Vec<Option<String>>> = cells
+                .into_iter()
+                .map(|row| row.into_iter().map(Some).collect())
+                .collect();
+            numbers(&cells, " ")
+        }
+        Solved::Futoshiki {
+            cells,
+            right,
+            below,
+        } => futoshiki(&cells, &right, &below),
+        Solved::Hitori { cells } => numbers(&cells, "█"),
+        Solved::Hidato { cells } => numbers(&cells, "░"),
+        Solved::Slitherlink(board) => slitherlink(&board),
+        Solved::Queens { board } => queens(&board),
+    })
 }
 
 /// A grid of cells each drawn `width` characters wide between light
@@ -111,23 +103,19 @@ fn no_sign(_: usize, _: usize) -> Option<char> {
     None
 }
 
-/// Cells of numbers (or `#`), boxed and right-aligned; `shade` fills a
-/// `#` cell.
-fn numbers(grid: &[Vec<String>], shade: &str) -> String {
+/// Cells of numbers (or `None`), boxed and right-aligned; `shade` fills
+/// a `None` cell.
+fn numbers(grid: &[Vec<Option<String>>], shade: &str) -> String {
     let width = grid
         .iter()
         .flatten()
-        .map(|t| t.chars().count())
+        .map(|t| t.as_ref().map_or(1, |t| t.chars().count()))
         .max()
         .unwrap_or(1)
         + 2;
-    let cell = |r: usize, c: usize| {
-        let token = &grid[r][c];
-        if token == "#" {
-            shade.repeat(width)
-        } else {
-            format!(" {token:>0$} ", width - 2)
-        }
+    let cell = |r: usize, c: usize| match &grid[r][c] {
+        None => shade.repeat(width),
+        Some(token) => format!(" {token:>0$} ", width - 2),
     };
     Boxed {
         rows: grid.len(),
@@ -140,114 +128,62 @@ fn numbers(grid: &[Vec<String>], shade: &str) -> String {
     .draw()
 }
 
-fn latin(text: &str) -> Option<String> {
-    let grid = token_grid(text)?;
-    (grid.len() == grid[0].len()).then(|| numbers(&grid, " "))
-}
-
-fn hitori(text: &str) -> Option<String> {
-    Some(numbers(&token_grid(text)?, "█"))
-}
-
-fn hidato(text: &str) -> Option<String> {
-    Some(numbers(&token_grid(text)?, "░"))
-}
-
-fn queens(text: &str) -> Option<String> {
-    let rows = lines(text);
-    let n = rows.len();
-    if n == 0 || rows.iter().any(|l| l.chars().count() != n) {
-        return None;
-    }
-    let board: Vec<Vec<char>> = rows.iter().map(|l| l.chars().collect()).collect();
+fn queens(board: &[Vec<bool>]) -> String {
     let cell = |r: usize, c: usize| match board[r][c] {
-        'Q' => " ♛ ".to_string(),
-        _ if (r + c) % 2 == 1 => " · ".to_string(),
-        _ => "   ".to_string(),
+        true => " ♛ ".to_string(),
+        false if (r + c) % 2 == 1 => " · ".to_string(),
+        false => "   ".to_string(),
     };
-    Some(
-        Boxed {
-            rows: n,
-            cols: n,
-            width: 3,
-            cell: &cell,
-            between: &no_sign,
-            below: &no_sign,
-        }
-        .draw(),
-    )
+    Boxed {
+        rows: board.len(),
+        cols: board.len(),
+        width: 3,
+        cell: &cell,
+        between: &no_sign,
+        below: &no_sign,
+    }
+    .draw()
 }
 
-/// Futoshiki's layout: cells at even columns with `<`/`>` between them,
-/// and lines of `^`/`v` under cells between two rows.
-fn futoshiki(text: &str) -> Option<String> {
-    let mut cells: Vec<Vec<String>> = Vec::new();
-    let mut between: Vec<Vec<Option<char>>> = Vec::new();
-    let mut below: Vec<Vec<Option<char>>> = Vec::new();
-    for line in lines(text) {
-        let chars: Vec<char> = line.chars().collect();
-        if chars.iter().any(|ch| ch.is_ascii_digit()) {
-            let row: Vec<String> = chars.iter().step_by(2).map(|ch| ch.to_string()).collect();
-            let signs: Vec<Option<char>> = (0..row.len().saturating_sub(1))
-                .map(|j| match chars.get(2 * j + 1) {
-                    Some('<') => Some('<'),
-                    Some('>') => Some('>'),
-                    _ => None,
-                })
-                .collect();
-            cells.push(row);
-            between.push(signs);
-            below.push(Vec::new());
-        } else {
-            let last = below.last_mut()?;
-            *last = chars
-                .iter()
-                .step_by(2)
-                .map(|ch| match ch {
-                    '^' => Some('∧'),
-                    'v' => Some('∨'),
-                    _ => None,
-                })
-                .collect();
-        }
-    }
+/// Futoshiki's cells with `<`/`>` between them and `∧`/`∨` under them.
+fn futoshiki(
+    cells: &[Vec<String>],
+    right: &[Vec<Option<Sign>>],
+    below: &[Vec<Option<Sign>>],
+) -> String {
     let n = cells.len();
-    if n == 0 || cells.iter().any(|row| row.len() != n) {
-        return None;
-    }
     let cell = |r: usize, c: usize| centred(&cells[r][c], 3);
-    let sign = |r: usize, c: usize| between[r][c];
-    let mark = |r: usize, c: usize| below[r].get(c).copied().flatten();
-    Some(
-        Boxed {
-            rows: n,
-            cols: n,
-            width: 3,
-            cell: &cell,
-            between: &sign,
-            below: &mark,
-        }
-        .draw(),
-    )
+    let sign = |r: usize, c: usize| {
+        right[r][c].map(|s| match s {
+            Sign::Less => '<',
+            Sign::Greater => '>',
+        })
+    };
+    let mark = |r: usize, c: usize| {
+        below[r].get(c).copied().flatten().map(|s| match s {
+            Sign::Less => '∧',
+            Sign::Greater => '∨',
+        })
+    };
+    Boxed {
+        rows: n,
+        cols: n,
+        width: 3,
+        cell: &cell,
+        between: &sign,
+        below: &mark,
+    }
+    .draw()
 }
 
-/// A sudoku's N x N values (digits side by side up to 9, tokens beyond),
-/// drawn with a line around each m x m box.
-fn sudoku(text: &str) -> Option<String> {
-    let rows = lines(text);
-    let grid: Vec<Vec<String>> = if rows.iter().all(|l| !l.contains(' ')) {
-        rows.iter()
-            .map(|l| l.chars().map(|ch| ch.to_string()).collect())
-            .collect()
-    } else {
-        token_grid(text)?
-    };
-    let n = grid.len();
-    let m = (1..=n).find(|m| m * m >= n)?;
-    if n == 0 || m * m != n || grid.iter().any(|row| row.len() != n) {
-        return None;
-    }
-    let width = grid.iter().flatten().map(|t| t.chars().count()).max()?;
+/// A sudoku drawn with a line around each box.
+fn sudoku(m: usize, grid: &[Vec<String>]) -> String {
+    let width = grid
+        .iter()
+        .flatten()
+        .map(|t| t.chars().count())
+        .max()
+        .unwrap_or(1);
     let rule = |left: char, mid: char, right: char| {
         let mut line = String::new();
         line.push(left);
@@ -275,35 +211,16 @@ fn sudoku(text: &str) -> Option<String> {
         out.push_str("│\n");
     }
     out.push_str(&rule('└', '┴', '┘'));
-    Some(out)
+    out
 }
 
-/// Slitherlink's `2 rows + 1` lines of `+`, `-`, `|` and clues, drawn with
-/// the loop as lines: each cell three characters wide, a corner or a line
-/// at each vertex the loop passes, `·` at the others.
-fn slitherlink(text: &str) -> Option<String> {
-    let raw: Vec<Vec<char>> = text.lines().map(|l| l.chars().collect()).collect();
-    let raw: Vec<Vec<char>> = raw
-        .into_iter()
-        .skip_while(|l| l.iter().all(|c| *c == ' '))
-        .collect();
-    let height = raw.iter().rposition(|l| !l.iter().all(|c| *c == ' '))? + 1;
-    if height % 2 == 0 || !raw[0].starts_with(&['+']) {
-        return None;
-    }
-    let width = raw.iter().take(height).map(Vec::len).max()?;
-    let at = |i: usize, j: usize| raw.get(i).and_then(|l| l.get(j)).copied().unwrap_or(' ');
-    let (rows, cols) = (height / 2, width / 2);
-    // Whether the horizontal edge right of vertex (i, j) and the vertical
-    // one below it are on the loop.
-    let right = |i: usize, j: usize| j < cols && at(2 * i, 2 * j + 1) == '-';
-    let down = |i: usize, j: usize| i < rows && at(2 * i + 1, 2 * j) == '|';
+/// Slitherlink's loop drawn as lines: each cell three characters wide, a
+/// corner or a line at each vertex the loop passes, `·` at the others.
+fn slitherlink(board: &Loop) -> String {
     let mut out = String::new();
-    for i in 0..=rows {
-        for j in 0..=cols {
-            let (u, d) = (i > 0 && down(i - 1, j), down(i, j));
-            let (l, r) = (j > 0 && right(i, j - 1), right(i, j));
-            out.push(match (u, d, l, r) {
+    for i in 0..=board.rows {
+        for j in 0..=board.cols {
+            out.push(match board.at_vertex(i, j) {
                 (false, true, false, true) => '┌',
                 (false, true, true, false) => '┐',
                 (true, false, false, true) => '└',
@@ -314,22 +231,26 @@ fn slitherlink(text: &str) -> Option<String> {
                 // Not a loop's vertex (degree 1, 3 or 4): show it as is.
                 _ => '+',
             });
-            if j < cols {
-                out.push_str(if right(i, j) { "───" } else { "   " });
+            if j < board.cols {
+                out.push_str(if board.right_of(i, j) {
+                    "───"
+                } else {
+                    "   "
+                });
             }
         }
         out.push('\n');
-        if i < rows {
-            for j in 0..=cols {
-                out.push(if down(i, j) { '│' } else { ' ' });
-                if j < cols {
+        if i < board.rows {
+            for j in 0..=board.cols {
+                out.push(if board.below(i, j) { '│' } else { ' ' });
+                if j < board.cols {
                     out.push(' ');
-                    out.push(at(2 * i + 1, 2 * j + 1));
+                    out.push(board.clue[i][j]);
                     out.push(' ');
                 }
             }
             out.push('\n');
         }
     }
-    Some(out.lines().map(|l| format!("{}\n", l.trim_end())).collect())
+    out.lines().map(|l| format!("{}\n", l.trim_end())).collect()
 }
