@@ -17,6 +17,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The PodMonitors of deploy/monitoring against the rendered base.
+#[path = "deploy/monitoring.rs"]
+mod monitoring;
+
 /// The Kubernetes versions the manifests are validated against: the oldest and the newest whose
 /// schemas the pinned kubernetes-validate ships (it reads no network).
 const KUBERNETES_VERSIONS: [&str; 2] = ["1.33", "1.37"];
@@ -758,6 +762,10 @@ fn assert_common(yaml: &str, dir: &str, scheme: &str) {
         "{what}"
     );
     assert_eq!(container_port(worker, "health", what), "50052");
+    // Its metrics on the coordinator's port number, scraped the same way.
+    assert_eq!(container_port(worker, "metrics", what), "9090");
+    assert_eq!(arg(&worker_args, "--metrics-listen", what), "0.0.0.0:9090");
+    assert_scraped(worker, "9090", what);
     // Ready over gRPC (the worker's own health listener is plaintext, with TLS too), alive
     // over TCP.
     let readiness = section(worker, "readinessProbe");
@@ -1100,8 +1108,8 @@ fn assert_autoscaler_metrics(hpa: &str, coordinator: &str, what: &str) {
     );
 }
 
-/// The coordinator's pod template asks Prometheus to scrape its metrics port, `port`, at
-/// /metrics.
+/// The pod template (the coordinator's or the workers') asks Prometheus to scrape its metrics
+/// port, `port`, at /metrics.
 fn assert_scraped(coordinator: &str, port: &str, what: &str) {
     let template = section(coordinator, "template");
     let annotations = section(&section(&template, "metadata"), "annotations");
@@ -1240,6 +1248,8 @@ fn kustomize_renders_the_coordinator_and_the_workers() {
             "1",
             "--health-listen",
             "0.0.0.0:50052",
+            "--metrics-listen",
+            "0.0.0.0:9090",
         ]
     );
     for (deployment, what) in [(coordinator, "coordinator"), (worker, "worker")] {
@@ -1325,6 +1335,8 @@ fn the_tls_overlay_serves_the_api_and_the_workers_over_tls() {
             "1",
             "--health-listen",
             "0.0.0.0:50052",
+            "--metrics-listen",
+            "0.0.0.0:9090",
             "--ca-cert",
             "/etc/xccd/tls/ca.crt",
         ]

@@ -6,85 +6,10 @@
 //! conventions). Without promtool the lint says `skipped`, unless
 //! XCCD_REQUIRE_PROMTOOL=1 (CI), where it fails.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-const XCCD: &str = env!("CARGO_BIN_EXE_xccd");
-const TOKEN: &str = "metrics-test-worker-token";
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-}
-
-/// A process killed when dropped; its stderr goes to a log file.
-struct Process(Child);
-
-impl Process {
-    fn start(name: &str, args: &[&str]) -> Process {
-        let log = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("metrics-{name}.log"));
-        Process(
-            Command::new(XCCD)
-                .args(args)
-                .env("XCCD_WORKER_TOKEN", TOKEN)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(log).expect("a log file"))
-                .spawn()
-                .expect("start xccd"),
-        )
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// GET `path` over HTTP/1.1: the status code and the body.
-fn get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    let code = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    Ok((code, body.to_string()))
-}
-
-/// Scrapes `/metrics` until `ready` holds of the page (at most 20 s).
-fn scrape_until(addr: SocketAddr, what: &str, ready: impl Fn(&str) -> bool) -> String {
-    let until = Instant::now() + Duration::from_secs(20);
-    loop {
-        match get(addr, "/metrics") {
-            Ok((200, page)) if ready(&page) => return page,
-            last if Instant::now() > until => panic!("{what} at {addr}: not ready: {last:?}"),
-            _ => std::thread::sleep(Duration::from_millis(100)),
-        }
-    }
-}
-
-/// The value of the sample written exactly `series` (name and labels).
-fn value(page: &str, series: &str) -> Option<f64> {
-    page.lines()
-        .filter(|line| !line.starts_with('#'))
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
-        .and_then(|v| v.trim().parse().ok())
-}
+use common::live::{get, promtool, scrape_until, value, Cluster};
+use std::net::SocketAddr;
 
 /// Every metric of the page has a TYPE and a HELP line with some text.
 fn all_described(page: &str, what: &str) {
@@ -121,37 +46,8 @@ fn all_described(page: &str, what: &str) {
 
 /// `promtool check metrics` on a page: Prometheus's lint of the naming
 /// conventions (units, `_total` on counters only, HELP).
-fn promtool(page: &str, what: &str) {
-    let required = std::env::var("XCCD_REQUIRE_PROMTOOL").as_deref() == Ok("1");
-    let child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(child) => child,
-        Err(e) if !required => {
-            eprintln!(
-                "skipped: promtool check metrics on {what} ({e}; apt-get install prometheus)"
-            );
-            return;
-        }
-        Err(e) => panic!("promtool: {e} (XCCD_REQUIRE_PROMTOOL=1: install Debian's prometheus)"),
-    };
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(page.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics on {what}:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+fn lint(page: &str, what: &str) {
+    promtool(&["check", "metrics"], Some(page), what);
 }
 
 fn not_found_elsewhere(addr: SocketAddr, what: &str) {
@@ -163,47 +59,10 @@ fn not_found_elsewhere(addr: SocketAddr, what: &str) {
 
 #[test]
 fn a_coordinator_and_a_worker_serve_described_metrics_that_promtool_accepts() {
-    let (api, workers, coordinator_metrics, worker_metrics) =
-        (free_port(), free_port(), free_port(), free_port());
-    let _serve = Process::start(
-        "serve",
-        &[
-            "serve",
-            "--listen",
-            &api.to_string(),
-            "--threads",
-            "0",
-            "--worker-listen",
-            &workers.to_string(),
-            "--metrics-listen",
-            &coordinator_metrics.to_string(),
-        ],
-    );
-    scrape_until(coordinator_metrics, "the coordinator", |_| true);
-    let _worker = Process::start(
-        "worker",
-        &[
-            "worker",
-            "--coordinator",
-            &format!("http://{workers}"),
-            "--threads",
-            "2",
-            "--name",
-            "metrics-test",
-            "--metrics-listen",
-            &worker_metrics.to_string(),
-        ],
-    );
-    scrape_until(worker_metrics, "the worker", |page| {
-        value(page, "xccd_worker_connected") == Some(1.0)
-    });
-    let solved = Command::new(XCCD)
-        .args(["solve", "examples/queens8.dlx", "--count"])
-        .args(["--server", &format!("http://{api}")])
-        .output()
-        .unwrap();
-    assert!(solved.status.success(), "{solved:?}");
-    assert_eq!(String::from_utf8_lossy(&solved.stdout).trim(), "92");
+    let mut cluster = Cluster::coordinator("metrics", &[], &[]);
+    cluster.worker("metrics-test", 2, &[], &[]);
+    let (coordinator_metrics, worker_metrics) = (cluster.metrics, cluster.worker_metrics[0]);
+    assert_eq!(cluster.count("examples/queens8.dlx"), "92");
 
     // The coordinator: the job, its call, its task's wait and lease.
     let page = scrape_until(coordinator_metrics, "the coordinator", |page| {
@@ -244,7 +103,7 @@ fn a_coordinator_and_a_worker_serve_described_metrics_that_promtool_accepts() {
     }
     assert!(!page.contains("reason=\"Complete\""), "{page}");
     all_described(&page, "the coordinator");
-    promtool(&page, "the coordinator");
+    lint(&page, "the coordinator");
     not_found_elsewhere(coordinator_metrics, "the coordinator");
 
     // The worker: what it ran.
@@ -268,6 +127,6 @@ fn a_coordinator_and_a_worker_serve_described_metrics_that_promtool_accepts() {
         "the worker describes only its own metrics:\n{page}"
     );
     all_described(&page, "the worker");
-    promtool(&page, "the worker");
+    lint(&page, "the worker");
     not_found_elsewhere(worker_metrics, "the worker");
 }

@@ -17,7 +17,9 @@
 //!
 //! Beside them: [`fixtures`] (the benchmark instances, and every solution
 //! of a problem found in process), [`cluster`] (a coordinator and worker
-//! processes on loopback), [`postgres`] (a real PostgreSQL server of the
+//! processes on loopback), [`live`] (the same as processes, with their
+//! `/metrics` pages, and promtool), [`promql`] (the metric names of a
+//! PromQL expression), [`postgres`] (a real PostgreSQL server of the
 //! test's own) and [`random_problems`] (the random XCC problems
 //! of the property tests).
 //!
@@ -30,9 +32,11 @@ pub mod futoshiki;
 pub mod hidato;
 pub mod hitori;
 pub mod latin;
+pub mod live;
 pub mod oracle;
 pub mod packed;
 pub mod postgres;
+pub mod promql;
 pub mod queens;
 pub mod random_problems;
 pub mod rng;
