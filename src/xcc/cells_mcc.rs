@@ -178,6 +178,35 @@ impl Sets {
         }
     }
 
+    /// Hides the options of item `ii`'s set but the one at slot `pp`, from
+    /// the last slot down (with `COLORED`, only those whose color at `ii`
+    /// is not `c`, a color; else all). False when a hide fails (the walk stops there).
+    #[inline(always)]
+    unsafe fn purge<const COLORED: bool>(
+        self,
+        ii: u32,
+        pp: u32,
+        c: u32,
+        active: &mut u32,
+        updates: &mut u64,
+    ) -> bool {
+        let mut s = ii + self.s(ii - SIZE as u32);
+        while s > ii {
+            s -= 1;
+            if s == pp {
+                continue;
+            }
+            let optp = self.s(s);
+            if COLORED && *self.clr.add(optp as usize) == c {
+                continue;
+            }
+            if !self.hide(optp, active, updates) {
+                return false;
+            }
+        }
+        true
+    }
+
     /// SSMCC's `include_option` (see [`CellsMcc::include`]); with `exact`,
     /// a failing set walk's updates are taken back off the count.
     #[inline(always)]
@@ -209,30 +238,27 @@ impl Sets {
                 (0, true)
             };
             if done {
-                let ss = self.s(ii - SIZE as u32);
+                let start = *updates;
+                // A primary item hides every other option of its set, a
+                // secondary one those of other colors (two loops, so that
+                // the primary one keeps no color in a register).
                 let c = if primary {
                     0
                 } else {
                     *self.clr.add(o as usize)
                 };
-                let start = *updates;
-                let mut s = ii + ss;
-                while s > ii {
-                    s -= 1;
-                    if s == pp {
-                        continue;
+                let ok = if c == 0 {
+                    self.purge::<false>(ii, pp, 0, active, updates)
+                } else {
+                    self.purge::<true>(ii, pp, c, active, updates)
+                };
+                if !ok {
+                    if exact {
+                        // Which options the walk hid before it failed
+                        // depends on the set's order: not counted.
+                        *updates = start;
                     }
-                    let optp = self.s(s);
-                    if (c == 0 || *self.clr.add(optp as usize) != c)
-                        && !self.hide(optp, active, updates)
-                    {
-                        if exact {
-                            // Which options the walk hid before it failed
-                            // depends on the set's order: not counted.
-                            *updates = start;
-                        }
-                        return false;
-                    }
+                    return false;
                 }
                 let p = self.s(ii - POS as u32);
                 self.deactivate(ii, p, active);
