@@ -57,6 +57,19 @@ pub fn encode_with(out: &mut Vec<u8>, solution: &[u32], scratch: &mut Vec<u32>) 
     }
 }
 
+/// The first `keep` of the `count` solutions of a chunk, encoded again,
+/// and how many they are: what a chunk that straddles its job's last
+/// snapshot keeps at a restart.
+pub fn keep_first(bytes: &[u8], count: usize, keep: usize) -> Result<(Vec<u8>, usize), StoreError> {
+    let mut solutions = decode(bytes, count)?;
+    solutions.truncate(keep);
+    let mut kept = Vec::new();
+    for solution in &solutions {
+        encode(&mut kept, solution);
+    }
+    Ok((kept, solutions.len()))
+}
+
 /// The solutions of a chunk that `encode` wrote, `count` of them.
 pub fn decode(bytes: &[u8], count: usize) -> Result<Vec<SolutionIndices>, StoreError> {
     let mut at = 0;

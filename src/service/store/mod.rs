@@ -133,6 +133,22 @@ impl From<rusqlite::Error> for StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// A count as SQL's 64-bit integer: past `i64::MAX` (a memoized count's
+/// solutions), `i64::MAX`, never a negative number.
+fn as_sql(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
+/// A record's JSON text, as both stores keep requests and snapshots.
+fn json<T: Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("store records serialize")
+}
+
+/// A record read back from its JSON text (`what` names it if it is damaged).
+fn parse<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> StoreResult<T> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
 /// What a stored job was asked to do: enough to run it again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredRequest {
@@ -274,6 +290,20 @@ pub struct StoredJob {
     pub ended: Option<Vec<u8>>,
     /// Bytes its solutions take.
     pub bytes: u64,
+}
+
+impl StoredJob {
+    /// Refuses an unfinished job without a snapshot: nothing says where
+    /// it resumes.
+    fn check_resumable(&self) -> StoreResult<()> {
+        if self.snapshot.is_none() {
+            return Err(StoreError::Corrupt(format!(
+                "job {} has neither a snapshot nor an end",
+                self.id
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Where durable jobs live.
