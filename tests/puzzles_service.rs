@@ -319,3 +319,63 @@ async fn side_conditions_hold_over_grpc() {
     }
     server.shutdown().await.unwrap();
 }
+
+/// DrawPuzzle draws the solutions the other RPCs return, as the CLI's
+/// `--format svg` does; what is not a solved grid of its kind, or too big
+/// to draw, is INVALID_ARGUMENT naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draw_draws_a_solution_and_refuses_what_is_not_one() {
+    use tonic_types::StatusExt;
+    let (server, mut client) = server().await;
+    let solved = client
+        .solve_puzzle(pb::SolvePuzzleRequest {
+            puzzle: text(pb::PuzzleKind::Sudoku, SUDOKU),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let solution = solved.solutions[0].clone();
+    let drawn = client
+        .draw_puzzle(pb::DrawPuzzleRequest {
+            kind: pb::PuzzleKind::Sudoku as i32,
+            solution: Some(solution.clone()),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        Some(drawn.svg),
+        xccd::puzzles::svg::svg(Kind::Sudoku, &solution.text)
+    );
+    let field = |kind: pb::PuzzleKind, text: String| pb::DrawPuzzleRequest {
+        kind: kind as i32,
+        solution: Some(pb::PuzzleSolution {
+            text,
+            lines: Vec::new(),
+        }),
+    };
+    let huge_board = format!("{}\n", "Q".repeat(201)).repeat(201);
+    let bad = [
+        (field(pb::PuzzleKind::Unspecified, solution.text), "kind"),
+        (
+            field(pb::PuzzleKind::Latin, "1 2\n3\n".into()),
+            "solution.text",
+        ),
+        (field(pb::PuzzleKind::Queens, huge_board), "solution.text"),
+        (
+            field(pb::PuzzleKind::Latin, "1 ".repeat(300_000)),
+            "solution.text",
+        ),
+    ];
+    for (request, name) in bad {
+        let status = client.draw_puzzle(request).await.unwrap_err();
+        assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+        let fields: Vec<String> = status
+            .get_details_bad_request()
+            .map(|b| b.field_violations.into_iter().map(|v| v.field).collect())
+            .unwrap_or_default();
+        assert_eq!(fields, vec![name.to_string()], "{}", status.message());
+    }
+    server.shutdown().await.unwrap();
+}

@@ -100,6 +100,22 @@ pub enum Solved {
 }
 
 impl Solved {
+    /// The number of cells of the grid (a slitherlink's cells, a queens
+    /// board's squares), the measure of what drawing it costs.
+    pub fn cells(&self) -> usize {
+        let area = |rows: usize, cols: usize| rows * cols;
+        match self {
+            Solved::Sudoku { cells, .. }
+            | Solved::Latin { cells }
+            | Solved::Futoshiki { cells, .. } => area(cells.len(), cells[0].len()),
+            Solved::Hitori { cells } | Solved::Hidato { cells } => {
+                area(cells.len(), cells[0].len())
+            }
+            Solved::Slitherlink(board) => area(board.rows + 1, board.cols + 1),
+            Solved::Queens { board } => area(board.len(), board.len()),
+        }
+    }
+
     /// The solution printed as `text` by a puzzle of `kind`, or `None` if
     /// the text is not a solved grid of that kind.
     pub fn read(kind: Kind, text: &str) -> Option<Solved> {

@@ -26,7 +26,12 @@ const GAP: usize = 20;
 /// The SVG document of a solution printed as `text` by a puzzle of
 /// `kind`, or `None` if the text is not a solved grid of that kind.
 pub fn svg(kind: Kind, text: &str) -> Option<String> {
-    Some(match Solved::read(kind, text)? {
+    Some(draw(Solved::read(kind, text)?))
+}
+
+/// The SVG document of a solved grid: about 100 bytes per cell.
+pub fn draw(solved: Solved) -> String {
+    match solved {
         Solved::Sudoku { box_size, cells } => sudoku(box_size, &cells),
         Solved::Latin { cells } => futoshiki(&cells, &[], &[], "latin"),
         Solved::Futoshiki {
@@ -38,7 +43,7 @@ pub fn svg(kind: Kind, text: &str) -> Option<String> {
         Solved::Hidato { cells } => marked(&cells, "hidato"),
         Solved::Slitherlink(board) => slitherlink(&board),
         Solved::Queens { board } => queens(&board),
-    })
+    }
 }
 
 /// `text` with the characters that mean markup in XML replaced.

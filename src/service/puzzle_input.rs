@@ -98,14 +98,20 @@ pub fn kind_message(kind: Kind) -> pb::PuzzleKind {
     }
 }
 
+/// The kind a `puzzle.kind` field names.
 pub fn kind(value: i32) -> Result<Kind, Status> {
+    kind_in("puzzle.kind", value)
+}
+
+/// The kind the field `field` names, or INVALID_ARGUMENT naming it.
+pub fn kind_in(field: &str, value: i32) -> Result<Kind, Status> {
     Kind::ALL
         .into_iter()
         .find(|&kind| kind_message(kind) as i32 == value)
         .ok_or_else(|| {
             let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
             status::invalid(format!(
-                "puzzle.kind: required, one of {} (got {value})",
+                "{field}: required, one of {} (got {value})",
                 names.join(", ")
             ))
         })

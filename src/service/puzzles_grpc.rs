@@ -13,9 +13,10 @@ use super::job::{Class, Delivery, EndReason, Job, JobSpec, Solutions};
 use super::pool::Pool;
 use super::proto as pb;
 use super::proto::puzzle_service_server::PuzzleService;
-use super::puzzle_input::{grid, EncodedPuzzle, PuzzleEncoder};
+use super::puzzle_input::{grid, kind_in, EncodedPuzzle, PuzzleEncoder};
 use super::status;
-use crate::puzzles::{side_condition, Encoded};
+use crate::puzzles::solved::Solved;
+use crate::puzzles::{side_condition, svg, Encoded};
 use crate::xcc::dlx_format;
 
 /// Most solutions a SolvePuzzle call may ask for.
@@ -24,6 +25,11 @@ const MAX_SOLVE_LIMIT: u64 = 10_000;
 const DEFAULT_BATCH: usize = 64;
 /// Most solutions per batch a request may ask for.
 const MAX_BATCH: usize = 65_536;
+/// The longest solution text DrawPuzzle reads.
+const MAX_DRAWN_TEXT: usize = 512 * 1024;
+/// The most cells DrawPuzzle draws (a 200 x 200 grid): pictures of about
+/// 4 MB at most.
+const MAX_DRAWN_CELLS: usize = 40_000;
 
 pub struct PuzzleApi {
     pool: Arc<Pool>,
@@ -282,6 +288,38 @@ impl PuzzleService for PuzzleApi {
         Ok(Response::new(pb::EncodePuzzleResponse {
             dlx: dlx_format::to_string(encoded.problem()),
             has_side_condition: encoded.restricts(),
+        }))
+    }
+
+    async fn draw_puzzle(
+        &self,
+        request: Request<pb::DrawPuzzleRequest>,
+    ) -> Result<Response<pb::DrawPuzzleResponse>, Status> {
+        let request = request.into_inner();
+        let kind = kind_in("kind", request.kind)?;
+        let text = request.solution.map(|s| s.text).unwrap_or_default();
+        // Bounds before reading: a grid's cells cost tens of bytes each
+        // while read, and its picture about 100.
+        if text.len() > MAX_DRAWN_TEXT {
+            return Err(status::invalid(format!(
+                "solution.text: {} bytes, at most {MAX_DRAWN_TEXT} are drawn",
+                text.len()
+            )));
+        }
+        let solved = Solved::read(kind, &text).ok_or_else(|| {
+            status::invalid(format!(
+                "solution.text: not a solved {} grid (give the text of a solution of this kind)",
+                kind.name()
+            ))
+        })?;
+        if solved.cells() > MAX_DRAWN_CELLS {
+            return Err(status::invalid(format!(
+                "solution.text: {} cells, at most {MAX_DRAWN_CELLS} are drawn",
+                solved.cells()
+            )));
+        }
+        Ok(Response::new(pb::DrawPuzzleResponse {
+            svg: svg::draw(solved),
         }))
     }
 }

@@ -572,6 +572,12 @@ mod tests {
         ) -> Result<Response<pb::EncodePuzzleResponse>, Status> {
             panic!("a bug in a handler")
         }
+        async fn draw_puzzle(
+            &self,
+            _: Request<pb::DrawPuzzleRequest>,
+        ) -> Result<Response<pb::DrawPuzzleResponse>, Status> {
+            panic!("a bug in a handler")
+        }
     }
 
     #[tokio::test]
