@@ -16,6 +16,7 @@ mod cheapest;
 mod credentials;
 mod estimate;
 mod input;
+mod logging;
 mod memo;
 mod output;
 mod pooled;

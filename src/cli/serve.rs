@@ -1,11 +1,10 @@
 //! `xccd serve`: the gRPC service with its worker pool, in one process.
 
-use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use xccd::service::cluster::ClusterConfig;
 use xccd::service::durable::StoreLimits;
 use xccd::service::grpc::ApiConfig;
@@ -14,6 +13,7 @@ use xccd::service::server::{serve_until_signal, ServeConfig};
 use xccd::service::PoolConfig;
 
 use super::credentials::{api_keys, read_pem, server_tls, worker_token};
+use super::logging::LogArgs;
 use super::CliError;
 
 #[derive(Args, Debug)]
@@ -149,9 +149,8 @@ pub struct ServeArgs {
     /// limit, less 64 MiB a thread.
     #[arg(long, env = "XCCD_MAX_TOTAL_SEARCH_MEMORY", value_parser = xccd::service::memory::parse_size)]
     pub max_total_search_memory: Option<u64>,
-    /// Log format on stderr (filter with RUST_LOG, default info).
-    #[arg(long, env = "XCCD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
+    #[command(flatten)]
+    pub logs: LogArgs,
 }
 
 /// The memory limits of searches: the flags, else the machine's default
@@ -185,29 +184,11 @@ fn store_url(url: Option<String>) -> Result<Option<String>, CliError> {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
-pub fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // Colour codes only for a person at a terminal: a file, a pipe or a
-    // log collector gets plain text.
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
-}
-
 pub fn run(args: ServeArgs) -> Result<(), CliError> {
-    init_logging(args.log_format);
+    let runtime = tokio::runtime::Runtime::new()
+        .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
+    let _in_runtime = runtime.enter();
+    let _traces = super::logging::init(&args.logs, "xccd-coordinator")?;
     let mut pool = PoolConfig {
         max_jobs: args.max_jobs,
         max_interactive_jobs: args.max_interactive_jobs,
@@ -291,8 +272,6 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
             ..StoreLimits::default()
         },
     };
-    let runtime = tokio::runtime::Runtime::new()
-        .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
     runtime
         .block_on(serve_until_signal(config))
         .map_err(|e| match e.kind() {

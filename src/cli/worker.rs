@@ -12,7 +12,7 @@ use xccd::service::metrics;
 use xccd::service::server::shutdown_signal;
 
 use super::credentials::{worker_token, ClientTlsArgs};
-use super::serve::{init_logging, LogFormat};
+use super::logging::LogArgs;
 use super::CliError;
 
 #[derive(Args, Debug)]
@@ -50,9 +50,8 @@ pub struct WorkerArgs {
     /// Most memory all of this worker's runs may take together.
     #[arg(long, env = "XCCD_MAX_TOTAL_SEARCH_MEMORY", value_parser = xccd::service::memory::parse_size)]
     pub max_total_search_memory: Option<u64>,
-    /// Log format on stderr (filter with RUST_LOG, default info).
-    #[arg(long, env = "XCCD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
+    #[command(flatten)]
+    pub logs: LogArgs,
 }
 
 /// Reports the connection on the health service.
@@ -76,7 +75,6 @@ impl ConnectionObserver for Health {
 }
 
 pub fn run(args: WorkerArgs) -> Result<(), CliError> {
-    init_logging(args.log_format);
     let mut config = WorkerConfig::new(args.coordinator);
     match args.threads {
         Some(0) => return Err(CliError::BadInput("--threads must be at least 1".into())),
@@ -97,6 +95,8 @@ pub fn run(args: WorkerArgs) -> Result<(), CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))?;
+    let _in_runtime = runtime.enter();
+    let _traces = super::logging::init(&args.logs, "xccd-worker")?;
     runtime.block_on(async move {
         if let Some(addr) = args.metrics_listen {
             metrics::listen(addr, metrics::Role::Worker)

@@ -314,6 +314,8 @@ pub fn resume_all(
             }
         };
         let spec = JobSpec {
+            // A resumed job's trace is not kept: its tasks start new ones.
+            traceparent: None,
             limit: stored.request.limit,
             max_nodes: stored.request.max_nodes,
             delivery: delivery(stored.request.count_only),

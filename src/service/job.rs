@@ -123,6 +123,9 @@ pub struct JobSpec {
     /// job's runs search it, and its solutions are renamed to the job's
     /// problem's options as they are delivered.
     pub preprocessed: Option<Arc<Preprocessed>>,
+    /// The W3C `traceparent` of the span that submitted the job (with
+    /// traces on): every lease carries it, so workers' spans join the trace.
+    pub traceparent: Option<String>,
 }
 
 /// How the pool schedules a job and which admission limit it counts
@@ -159,6 +162,7 @@ impl Default for JobSpec {
             memo: None,
             cheapest: None,
             preprocessed: None,
+            traceparent: None,
         }
     }
 }

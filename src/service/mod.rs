@@ -9,7 +9,9 @@
 //! health, reflection, metrics, shutdown), [`tls_advice`] (the causes and
 //! fixes of failed TLS handshakes), [`job_filter`] (ListJobs' AIP-160
 //! filter), [`page_token`] (the lists' opaque page tokens), [`preprocess`]
-//! (a request's DLX-PRE before its job's search).
+//! (a request's DLX-PRE before its job's search), [`telemetry`]
+//! (OpenTelemetry traces, off by default) and [`grpc_trace`] (a gRPC call's
+//! span).
 
 pub mod callers;
 pub mod cluster;
@@ -20,6 +22,7 @@ pub mod estimate;
 pub mod grpc;
 pub mod grpc_headers;
 pub mod grpc_metrics;
+pub mod grpc_trace;
 pub mod job;
 pub mod job_filter;
 pub mod job_id;
@@ -36,6 +39,7 @@ pub mod server;
 pub mod status;
 pub mod store;
 mod sync;
+pub mod telemetry;
 pub mod tls_advice;
 
 pub use crate::run::SideCondition;

@@ -87,6 +87,8 @@ impl PuzzleApi {
                     memo: None,
                     cheapest: None,
                     preprocessed: None,
+                    // The call's trace (Pool::submit takes the current span's).
+                    traceparent: None,
                     // The calls that keep their solutions (SolvePuzzle,
                     // CheckPuzzle) are small ones a client waits on; the
                     // streams are batch work.

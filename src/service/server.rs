@@ -24,6 +24,7 @@ use super::durable::{self, Durability, StoreLimits};
 use super::grpc::{ApiConfig, SolverApi};
 use super::grpc_headers::GrpcHeadersLayer;
 use super::grpc_metrics::GrpcMetricsLayer;
+use super::grpc_trace::GrpcTraceLayer;
 use super::jobs::{Entry, JobRegistry, Retention};
 use super::metrics as metric;
 use super::pool::{Pool, PoolConfig};
@@ -368,6 +369,11 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     };
     let task = tokio::spawn(
         public
+            // With traces on, every call's span (a client's traceparent its
+            // parent); without, no layer at all.
+            .layer(tower::util::option_layer(
+                super::telemetry::on().then_some(GrpcTraceLayer),
+            ))
             // Every call timed, by method and status, whoever answers it.
             .layer(GrpcMetricsLayer)
             // Calls that are not protobuf gRPC, or whose grpc-timeout does

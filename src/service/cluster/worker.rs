@@ -23,6 +23,7 @@ use tonic::transport::Endpoint;
 use crate::service::credentials::{endpoint, ClientTls, EndpointError, WorkerToken};
 use crate::service::error_chain;
 use crate::service::metrics as metric;
+use crate::service::telemetry;
 
 use super::coordinator::{MAX_MESSAGE_BYTES, PROBLEM_CACHE};
 use super::proto::{
@@ -439,7 +440,9 @@ async fn session(
                         runs.insert(lease_ref.id, (lease_ref.epoch, control.clone()));
                         metrics::gauge!(metric::WORKER_LEASES).set(runs.len() as f64);
                         let (tx, done_tx, cache) = (tx.clone(), done_tx.clone(), cache.clone());
+                        let span = task_span(&lease);
                         tokio::task::spawn_blocking(move || {
+                            let _entered = span.enter();
                             let id = lease_ref.id;
                             let ended = match problem {
                                 Some(Ok(instance)) => run_lease(&lease, &instance, &cache, &control, &tx),
@@ -535,6 +538,24 @@ pub(super) fn lease_spec(lease: &pb::Lease) -> RunSpec {
         },
         ..RunSpec::default()
     }
+}
+
+/// With traces on, the span of a leased task's run, in its job's trace
+/// (the lease's `traceparent`); else no span at all.
+fn task_span(lease: &pb::Lease) -> tracing::Span {
+    if !telemetry::on() {
+        return tracing::Span::none();
+    }
+    let lease_ref = lease.lease.unwrap_or_default();
+    let span = tracing::info_span!(
+        "task",
+        job = lease.job,
+        lease = lease_ref.id,
+        epoch = lease_ref.epoch,
+        level = lease.task.as_ref().map_or(0, |t| t.path.len()),
+    );
+    telemetry::set_parent(&span, &lease.traceparent);
+    span
 }
 
 /// Runs one leased task to its end and says how it ended. Solutions and

@@ -358,8 +358,13 @@ impl Pool {
             .saturating_add(own)
     }
 
-    /// Starts a job on `problem`.
+    /// Starts a job on `problem`, in the trace of the current span (with
+    /// traces on).
     pub fn submit(&self, problem: Arc<Problem>, spec: JobSpec) -> Result<Arc<Job>, SubmitError> {
+        let spec = JobSpec {
+            traceparent: spec.traceparent.or_else(crate::service::telemetry::current),
+            ..spec
+        };
         let id = self.shared.next_id.fetch_add(1, Ordering::SeqCst);
         self.start(id, problem, spec, None)
     }

@@ -272,6 +272,7 @@ impl Session {
                 max_nodes: spec.max_nodes,
                 poll_nodes: spec.poll_interval,
                 engine: job.spec.engine.name().to_string(),
+                traceparent: job.spec.traceparent.clone().unwrap_or_default(),
             };
             tracing::debug!(worker = %self.id, lease = id, job = job.id, level = work.task.level(), skip = work.skip, "lease granted");
             self.first_lease |= self.leases.is_empty();
