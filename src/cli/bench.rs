@@ -15,6 +15,7 @@ use xccd::xcc::{Order, Stats};
 use super::bench_measure::{measure, LayoutArg, Measured};
 use super::bench_set::{BenchSet, ReferenceTable};
 use super::CliError;
+use xccd::service::telemetry::Exporter;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -81,6 +82,12 @@ pub struct BenchArgs {
     /// its table named first: `{"table": "engines", "instance": ...}`.
     #[arg(long)]
     pub json: bool,
+    /// With --service or --cluster: measure with traces on, exported to
+    /// this OTLP collector (as `serve --otlp-endpoint`); the workers
+    /// --cluster starts export there too. Run once with, once without,
+    /// to see what tracing costs.
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -89,6 +96,50 @@ pub enum EngineArg {
     Cells,
     Ssxcc,
     Both,
+}
+
+/// Traces on for the measurement: the exporter of `serve --otlp-endpoint`
+/// on a runtime of its own (the measurements make and drop theirs), its
+/// layer on this process's subscriber. Kept until the bench ends, when the
+/// last spans are sent.
+struct Traces {
+    exporter: Option<Exporter>,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Traces {
+    fn start(url: &str) -> Result<Traces, CliError> {
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+        let exporter = {
+            let _in_runtime = runtime.enter();
+            Exporter::start(url, "xccd-bench").map_err(CliError::BadInput)?
+        };
+        tracing_subscriber::registry()
+            .with(tracing_subscriber::EnvFilter::new("info"))
+            .with(exporter.layer())
+            .init();
+        // The worker processes --cluster starts read the standard variable
+        // (they are started after this, by this thread).
+        std::env::set_var("OTEL_EXPORTER_OTLP_ENDPOINT", url);
+        Ok(Traces {
+            exporter: Some(exporter),
+            runtime,
+        })
+    }
+}
+
+impl Drop for Traces {
+    fn drop(&mut self) {
+        // The exporter flushes on its runtime.
+        let _in_runtime = self.runtime.enter();
+        self.exporter.take();
+    }
 }
 
 struct Reference {
@@ -148,6 +199,15 @@ fn read_reference(set: &BenchSet, table: ReferenceTable) -> HashMap<String, Refe
 }
 
 pub fn run(args: BenchArgs) -> Result<(), CliError> {
+    let _traces = match &args.otlp_endpoint {
+        Some(url) if args.service || args.cluster => Some(Traces::start(url)?),
+        Some(_) => {
+            return Err(CliError::BadInput(
+                "--otlp-endpoint measures the service: give --service or --cluster".into(),
+            ))
+        }
+        None => None,
+    };
     let out = super::bench_out::Rows::new(args.json);
     let set = BenchSet::new(args.dir.clone());
     if args.cluster {
