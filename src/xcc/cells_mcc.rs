@@ -311,7 +311,11 @@ pub(crate) struct CellsMcc {
     bad: bool,
     active: u32,
     updates: u64,
+    /// The items of score 1, once per option each must take; in
+    /// `Order::Exact` sorted, the smallest last.
     force: Vec<u32>,
+    /// [`CellsMcc::choose`]'s key is a `u64` ([`narrow_key`]).
+    narrow: bool,
     save: Vec<Saved>,
     /// The save stack's worst case ([`save_entries`]): it never grows past it.
     save_limit: usize,
@@ -338,6 +342,24 @@ pub(crate) struct CellsMcc {
     base: usize,
     task_run: TaskRun,
     ranks: Vec<Decision>,
+}
+
+/// Whether [`CellsMcc::choose`]'s key, SSMCC's order of items (the score
+/// `t`, then `s = min(slack, bound)`, then `0xffff - size`, the longer set
+/// first, then the item `x`), fits a `u64` of four 16-bit fields for the
+/// problem's values at the root (sizes and bounds only drop below it);
+/// else it takes a `u128` of 32-bit fields.
+fn narrow_key(set: &[u32], items: &[u32], second: u32) -> bool {
+    let (mut largest, mut most_s) = (0u32, 0u32);
+    for &x in items.iter().filter(|&&x| x < second) {
+        let x = x as usize;
+        let slack = set[x - SLACK];
+        let bound = (set[x - NEED] as i32 + slack as i32) as u32;
+        largest = largest.max(set[x - SIZE]);
+        most_s = most_s.max(slack.min(bound));
+    }
+    // `t <= largest + 1` stays below 0xffff: no key is `u64::MAX`.
+    largest < 0xfffe && most_s <= 0xffff && set.len() <= 0x1_0000
 }
 
 /// How a node goes on: its item and whether it is forced, or a solution.
@@ -443,6 +465,7 @@ impl CellsMcc {
             set[other as usize - POS] = p;
         }
         let depth = kept.iter().filter(|&&k| k).count() + 2;
+        let narrow = narrow_key(&set, &item, second);
         CellsMcc {
             nd0: nd.clone(),
             set0: set.clone(),
@@ -460,6 +483,7 @@ impl CellsMcc {
             active,
             updates: 0,
             force: Vec::with_capacity(problem.entries() + 1),
+            narrow,
             save: Vec::new(),
             save_limit: usize::try_from(save_entries(problem)).unwrap_or(usize::MAX),
             out_of_memory: None,
@@ -570,13 +594,30 @@ impl CellsMcc {
     /// of score 1 goes on the force stack (once per option it must take);
     /// otherwise the best score. `NONE` when no item is left to branch on.
     fn choose(&mut self) -> u32 {
-        // SSMCC's order (the smallest score, then the smallest
-        // `min(slack, bound)`, the longest set, the earliest item) as one
-        // key, so that the minimum is taken without a branch per item that
-        // the predictor misses (every field fits 32 bits).
-        let mut best = u128::MAX;
+        // SSMCC's order as one key (see `narrow_key`), so that the minimum
+        // is taken without a branch per item that the predictor misses.
+        if self.narrow {
+            self.scan(u64::MAX, |t, s, z, x| {
+                u64::from(t) << 48 | u64::from(s) << 32 | u64::from(z) << 16 | u64::from(x)
+            })
+            .map_or(NONE, |k| (k & 0xffff) as u32)
+        } else {
+            self.scan(u128::MAX, |t, s, z, x| {
+                u128::from(t) << 96 | u128::from(s) << 64 | u128::from(z) << 32 | u128::from(x)
+            })
+            .map_or(NONE, |k| k as u32)
+        }
+    }
+
+    /// The scan of [`CellsMcc::choose`], with the key `pack` makes of an
+    /// item's score `t`, `min(slack, bound)`, `0xffff - size` (the longer
+    /// set first; `!size` in a wide key) and index.
+    #[inline(always)]
+    fn scan<K: Copy + Ord>(&mut self, max: K, pack: impl Fn(u32, u32, u32, u32) -> K) -> Option<K> {
+        let mut best = max;
         let set = self.set.as_ptr();
         let second = self.second;
+        let top = if self.narrow { 0xffff } else { u32::MAX };
         for &x in &self.item[..self.active as usize] {
             if x >= second {
                 continue;
@@ -585,87 +626,50 @@ impl CellsMcc {
             let (need, slack, size) = unsafe {
                 (
                     *set.add(x as usize - NEED) as i32,
-                    *set.add(x as usize - SLACK) as i32,
+                    *set.add(x as usize - SLACK),
                     *set.add(x as usize - SIZE),
                 )
             };
-            let b = need + slack;
-            let s = slack.min(b);
-            let t = (size as i32 + s - b + 1) as u32;
+            // With `bound = need + slack`: the score `size + min(slack,
+            // bound) - bound + 1` is `size + 1 - max(need, 0)`, and
+            // `min(slack, bound)` is `slack + min(need, 0)`.
+            let must = need.max(0);
+            let t = size + 1 - must as u32;
             if t == 1 {
-                for _ in 0..need.max(0) {
-                    self.force.push(x);
-                }
+                push_forced(&mut self.force, x, must);
             } else {
-                let key = u128::from(t) << 96
-                    | u128::from(s as u32) << 64
-                    | u128::from(!size) << 32
-                    | u128::from(x);
-                best = best.min(key);
+                let s = slack.wrapping_add((need - must) as u32);
+                best = best.min(pack(t, s, top - size, x));
             }
         }
-        if best == u128::MAX {
-            NONE
-        } else {
-            best as u32
-        }
+        (best != max).then_some(best)
     }
 
+    /// The next forced item still active (the stack's stale entries, items
+    /// an inclusion since made inactive, dropped).
     #[inline(always)]
-    fn take_smallest_forced(&mut self) -> Option<u32> {
-        match self.force.len() {
-            0 => return None,
-            1 => {
-                // The common case, without the scan.
-                let x = self.force.pop()?;
-                return (self.pos(x) < self.active).then_some(x);
-            }
-            _ => {}
-        }
-        self.take_smallest_of_many()
-    }
-
-    #[inline(never)]
-    fn take_smallest_of_many(&mut self) -> Option<u32> {
-        let mut k = 0;
-        let mut best: Option<usize> = None;
-        while k < self.force.len() {
-            let x = self.force[k];
-            if self.pos(x) >= self.active {
-                self.force.swap_remove(k);
-                continue;
-            }
-            if best.is_none_or(|b| x < self.force[b]) {
-                best = Some(k);
-            }
-            k += 1;
-        }
-        best.map(|b| self.force.swap_remove(b))
-    }
-
-    /// The node's item, as SSMCC's step "forward" picks it.
-    #[inline(always)]
-    fn pick(&mut self) -> Pick {
-        if self.exact {
-            if let Some(x) = self.take_smallest_forced() {
-                return Pick::Item(x, true);
-            }
-            let best = self.choose();
-            if let Some(x) = self.take_smallest_forced() {
-                return Pick::Item(x, true);
-            }
-            return if best == NONE {
-                Pick::Solution
-            } else {
-                Pick::Item(best, false)
-            };
-        }
+    fn pop_forced(&mut self) -> Option<u32> {
         while let Some(x) = self.force.pop() {
             if self.pos(x) < self.active {
-                return Pick::Item(x, true);
+                return Some(x);
             }
         }
+        None
+    }
+
+    /// The node's item, as SSMCC's step "forward" picks it: the last forced
+    /// item pushed, or (`Order::Exact`, whose stack is sorted) the smallest
+    /// active one.
+    #[inline(always)]
+    fn pick(&mut self) -> Pick {
+        if let Some(x) = self.pop_forced() {
+            return Pick::Item(x, true);
+        }
+        // The stack is empty: the scan fills it (with active items).
         let best = self.choose();
+        if self.exact && self.force.len() > 1 {
+            sort_forced(&mut self.force);
+        }
         if let Some(x) = self.force.pop() {
             return Pick::Item(x, true);
         }
@@ -1087,6 +1091,32 @@ impl CellsMcc {
             }
         };
         Probe { degrees, end }
+    }
+}
+
+/// Puts forced item `x` on the stack once per option it must take. (Out
+/// of line, as a cold call, it cost rowcol6k3 19M instructions: forced
+/// items are common.)
+#[inline(always)]
+fn push_forced(force: &mut Vec<u32>, x: u32, must: i32) {
+    for _ in 0..must {
+        force.push(x);
+    }
+}
+
+/// Sorts the force stack, the largest item first, so that pops take the
+/// smallest first. It holds a few items, which an insertion sort in place
+/// orders in fewer steps than a call to the library's sort.
+#[inline(always)]
+fn sort_forced(force: &mut [u32]) {
+    for i in 1..force.len() {
+        let x = force[i];
+        let mut j = i;
+        while j > 0 && force[j - 1] < x {
+            force[j] = force[j - 1];
+            j -= 1;
+        }
+        force[j] = x;
     }
 }
 
