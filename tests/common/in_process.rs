@@ -9,6 +9,9 @@
 //! same process would disturb. Every wait is bounded in time (and every
 //! loop in count). What a test checks stays in its file.
 
+// Requests name the fields they set and default the rest (as the tests do).
+#![allow(clippy::needless_update)]
+
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::path::PathBuf;
