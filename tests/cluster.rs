@@ -33,7 +33,9 @@ use pb::enumerate_response::Event;
 use wire::coordinator_message::Kind as FromCoordinator;
 use wire::worker_message::Kind as ToCoordinator;
 
-use common::service::{connect, create_job, wait_for, xccd_with_token, Client, Log, Process};
+use common::service::{
+    connect, create_job, wait_for, xccd_with_token, Client, Drained, Log, Process,
+};
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -162,24 +164,22 @@ async fn open(
 async fn drain(mut stream: Streaming<pb::EnumerateResponse>) -> (Delivered, Option<Status>) {
     let mut solutions = Vec::new();
     let mut summary = None;
-    let read = async {
-        loop {
-            match stream.message().await {
-                Ok(Some(message)) => match message.event.expect("an event") {
-                    Event::Solutions(batch) => {
-                        solutions.extend(batch.solutions.into_iter().map(|s| s.option_indices))
-                    }
-                    Event::Progress(_) => {}
-                    Event::Summary(s) => summary = Some(s),
-                },
-                Ok(None) => return None,
-                Err(status) => return Some(status),
+    let deadline = tokio::time::Instant::now() + SEARCH;
+    let end = common::service::drain(&mut stream, deadline, usize::MAX, |message| {
+        match message.event.expect("an event") {
+            Event::Solutions(batch) => {
+                solutions.extend(batch.solutions.into_iter().map(|s| s.option_indices))
             }
+            Event::Progress(_) => {}
+            Event::Summary(s) => summary = Some(s),
         }
+    })
+    .await;
+    let status = match end {
+        Drained::Ended => None,
+        Drained::Failed(status) => Some(status),
+        Drained::Late | Drained::Capped => panic!("the enumeration did not end in time"),
     };
-    let status = tokio::time::timeout(SEARCH, read)
-        .await
-        .expect("the enumeration ends in time");
     let summary = summary.unwrap_or_else(|| panic!("no summary; status {status:?}"));
     (Delivered { solutions, summary }, status)
 }

@@ -43,7 +43,7 @@
 mod common;
 
 use common::queens::queens_dlx;
-use common::service::dlx;
+use common::service::{dlx, drain, Drained};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -358,7 +358,7 @@ impl IsSummary for pb::EnumeratePuzzleResponse {
 /// deadline (a count-only stream of an empty sudoku) sends a progress
 /// event a second and is alive, not hung. A stream silent from its start
 /// is left to the caller's bound.
-async fn drain<T: IsSummary>(
+async fn read_some<T: IsSummary>(
     stream: Result<tonic::Response<Streaming<T>>, Status>,
     read: usize,
 ) -> Outcome {
@@ -367,32 +367,32 @@ async fn drain<T: IsSummary>(
         Err(status) => return Outcome::Status(status),
     };
     let alive_for = tokio::time::Instant::now() + CALL_BOUND / 2;
-    let (mut messages, mut summary) = (0, false);
-    while messages < read {
-        let next = match tokio::time::timeout_at(alive_for, stream.message()).await {
-            Ok(next) => next,
-            Err(_) if messages > 0 => break,
-            Err(_) => stream.message().await,
-        };
-        match next {
+    // Messages read, and whether one was the summary.
+    let mut tally = (0, false);
+    let count = |tally: &mut (usize, bool), m: T| {
+        tally.0 += 1;
+        tally.1 |= m.is_summary();
+    };
+    let mut end = drain(&mut stream, alive_for, read, |m| count(&mut tally, m)).await;
+    if matches!(end, Drained::Late) && tally.0 == 0 {
+        // Silent from its start: the caller's bound waits for it.
+        end = match stream.message().await {
             Ok(Some(m)) => {
-                messages += 1;
-                summary |= m.is_summary();
+                count(&mut tally, m);
+                drain(&mut stream, alive_for, read - 1, |m| count(&mut tally, m)).await
             }
-            Ok(None) => {
-                return Outcome::Stream {
-                    messages,
-                    summary,
-                    capped: false,
-                }
-            }
-            Err(status) => return Outcome::Status(status),
-        }
+            Ok(None) => Drained::Ended,
+            Err(status) => Drained::Failed(status),
+        };
     }
-    Outcome::Stream {
-        messages,
-        summary,
-        capped: true,
+    let (messages, summary) = tally;
+    match end {
+        Drained::Failed(status) => Outcome::Status(status),
+        end => Outcome::Stream {
+            messages,
+            summary,
+            capped: !matches!(end, Drained::Ended),
+        },
     }
 }
 
@@ -418,7 +418,7 @@ async fn send(clients: &Clients, hostile: &Hostile, last_job: &str) -> (Outcome,
         match &hostile.call {
             Call::Solve(m) => unary(solver.solve(request(m.clone(), h)).await),
             Call::Enumerate(m) => {
-                drain(solver.enumerate(request(m.clone(), h)).await, hostile.read).await
+                read_some(solver.enumerate(request(m.clone(), h)).await, hostile.read).await
             }
             Call::CreateJob(m) => match solver.create_job(request(m.clone(), h)).await {
                 Ok(reply) => {
@@ -438,7 +438,7 @@ async fn send(clients: &Clients, hostile: &Hostile, last_job: &str) -> (Outcome,
                     name: id(r),
                     ..m.clone()
                 };
-                drain(solver.watch_job(request(m, h)).await, hostile.read).await
+                read_some(solver.watch_job(request(m, h)).await, hostile.read).await
             }
             Call::GetJob(r, m) => {
                 let m = pb::GetJobRequest {
@@ -465,7 +465,7 @@ async fn send(clients: &Clients, hostile: &Hostile, last_job: &str) -> (Outcome,
             }
             Call::SolvePuzzle(m) => unary(puzzles.solve_puzzle(request(m.clone(), h)).await),
             Call::EnumeratePuzzle(m) => {
-                drain(
+                read_some(
                     puzzles.enumerate_puzzle(request(m.clone(), h)).await,
                     hostile.read,
                 )

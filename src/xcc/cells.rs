@@ -62,7 +62,7 @@
 
 use super::problem::Problem;
 use super::task::{Decision, Task};
-use super::task_run::{upper_half, Entered, Exit, TaskRun};
+use super::task_run::{upper_half, Exit, RunsTasks, TaskRun};
 use super::vocabulary::{
     Engine, Order, OutOfMemory, Outcome, PathNode, Probe, ProbeEnd, RunConfig, RunError,
     SolutionView, Status, TaskError, Visitor,
@@ -766,6 +766,38 @@ pub(crate) fn narrow_pays(problem: &Problem) -> bool {
     fits::<u16>(problem) && !fits_first_level_cache(problem)
 }
 
+impl<W: Word> RunsTasks for Cells<W> {
+    #[inline(always)]
+    fn run_state(&mut self) -> (&mut TaskRun, usize, &[Decision]) {
+        (&mut self.task_run, self.base, &self.degree)
+    }
+
+    #[inline(always)]
+    fn counters(&self) -> (u64, u64) {
+        (self.updates, 0)
+    }
+
+    fn poll_visitor<V: Visitor>(&mut self, level: usize, visitor: &mut V) -> Option<Exit> {
+        // Positions are ranks, as in tasks: the same node has the same
+        // name in every run.
+        let mut ranks = std::mem::take(&mut self.ranks);
+        ranks.clear();
+        ranks.extend((0..level).map(|l| {
+            let cur = self.choice[l];
+            self.rank(self.item_of(cur), cur)
+        }));
+        self.ranks = ranks;
+        let request = self.task_run.ask(
+            visitor,
+            self.base,
+            &self.ranks,
+            &self.degree[..level],
+            |l| self.tried[l],
+        );
+        Exit::after_poll(request, visitor, || self.give_away(level))
+    }
+}
+
 impl<W: Word> Cells<W> {
     /// # Panics
     /// If `problem` does not [`fits`] `W`.
@@ -1377,57 +1409,6 @@ impl<W: Word> Cells<W> {
     #[inline(never)]
     fn end_replay(&mut self) {
         self.task_run.end_replay((self.updates, 0));
-    }
-
-    /// Counts a node at `level` and, every `poll_interval` nodes, consults
-    /// the stop flag and the visitor (as the links engine does).
-    #[inline(always)]
-    fn enter_node<V: Visitor>(
-        &mut self,
-        level: usize,
-        config: &RunConfig,
-        visitor: &mut V,
-    ) -> Option<Exit> {
-        let updates = self.updates;
-        match self
-            .task_run
-            .enter_node(level, self.base, config, || (updates, 0))
-        {
-            Entered::Go => None,
-            Entered::Poll => self.poll(level, config, visitor),
-            Entered::Stop(exit) => Some(exit),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn poll<V: Visitor>(
-        &mut self,
-        level: usize,
-        config: &RunConfig,
-        visitor: &mut V,
-    ) -> Option<Exit> {
-        if let Some(exit) = self.task_run.poll_due(config, (self.updates, 0)) {
-            return Some(exit);
-        }
-        self.task_run.fill_units(level, self.base, &self.degree);
-        // Positions are ranks, as in tasks: the same node has the same
-        // name in every run.
-        let mut ranks = std::mem::take(&mut self.ranks);
-        ranks.clear();
-        ranks.extend((0..level).map(|l| {
-            let cur = self.choice[l];
-            self.rank(self.item_of(cur), cur)
-        }));
-        self.ranks = ranks;
-        let request = self.task_run.ask(
-            visitor,
-            self.base,
-            &self.ranks,
-            &self.degree[..level],
-            |l| self.tried[l],
-        );
-        Exit::after_poll(request, visitor, || self.give_away(level))
     }
 
     /// The ranks of the alternatives of the range at `level` tried so far

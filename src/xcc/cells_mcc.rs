@@ -49,7 +49,7 @@
 
 use super::problem::Problem;
 use super::task::{Decision, Task, ALL};
-use super::task_run::{Entered, Exit, TaskRun};
+use super::task_run::{Exit, RunsTasks, TaskRun};
 use super::vocabulary::{
     Engine, Order, OutOfMemory, Outcome, PathNode, Probe, ProbeEnd, Request, RunConfig, RunError,
     SolutionView, Status, TaskError, Visitor,
@@ -366,6 +366,37 @@ fn narrow_key(set: &[u32], items: &[u32], second: u32) -> bool {
 enum Pick {
     Solution,
     Item(u32, bool),
+}
+
+impl RunsTasks for CellsMcc {
+    #[inline(always)]
+    fn run_state(&mut self) -> (&mut TaskRun, usize, &[Decision]) {
+        (&mut self.task_run, self.base, &self.degree)
+    }
+
+    #[inline(always)]
+    fn counters(&self) -> (u64, u64) {
+        (self.updates, 0)
+    }
+
+    fn poll_visitor<V: Visitor>(&mut self, level: usize, visitor: &mut V) -> Option<Exit> {
+        let mut ranks = std::mem::take(&mut self.ranks);
+        ranks.clear();
+        ranks.extend_from_slice(&self.alt[..level]);
+        self.ranks = ranks;
+        let request = self.task_run.ask(
+            visitor,
+            self.base,
+            &self.ranks,
+            &self.degree[..level],
+            |l| self.alt[l] - self.lo[l],
+        );
+        if !self.exact && request == Request::Checkpoint {
+            // SSMCC's order leaves no tasks (see the module's doc).
+            return Some(Exit::Stop(Status::Stopped));
+        }
+        Exit::after_poll(request, visitor, || self.give_away(level))
+    }
 }
 
 impl CellsMcc {
@@ -948,53 +979,6 @@ impl CellsMcc {
         if level == self.base {
             self.task_run.set_base_unit(self.base, task, lo, hi);
         }
-    }
-
-    fn enter_node<V: Visitor>(
-        &mut self,
-        level: usize,
-        config: &RunConfig,
-        visitor: &mut V,
-    ) -> Option<Exit> {
-        let updates = self.updates;
-        match self
-            .task_run
-            .enter_node(level, self.base, config, || (updates, 0))
-        {
-            Entered::Go => None,
-            Entered::Poll => self.poll(level, config, visitor),
-            Entered::Stop(exit) => Some(exit),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn poll<V: Visitor>(
-        &mut self,
-        level: usize,
-        config: &RunConfig,
-        visitor: &mut V,
-    ) -> Option<Exit> {
-        if let Some(exit) = self.task_run.poll_due(config, (self.updates, 0)) {
-            return Some(exit);
-        }
-        self.task_run.fill_units(level, self.base, &self.degree);
-        let mut ranks = std::mem::take(&mut self.ranks);
-        ranks.clear();
-        ranks.extend_from_slice(&self.alt[..level]);
-        self.ranks = ranks;
-        let request = self.task_run.ask(
-            visitor,
-            self.base,
-            &self.ranks,
-            &self.degree[..level],
-            |l| self.alt[l] - self.lo[l],
-        );
-        if !self.exact && request == Request::Checkpoint {
-            // SSMCC's order leaves no tasks (see the module's doc).
-            return Some(Exit::Stop(Status::Stopped));
-        }
-        Exit::after_poll(request, visitor, || self.give_away(level))
     }
 
     /// Gives away the right child of the shallowest level still exploring

@@ -19,7 +19,7 @@
 use super::links::{Links, NodeRepr, ROOT};
 use super::problem::Problem;
 use super::task::{Decision, Task};
-use super::task_run::{upper_half, Entered, Exit, TaskRun};
+use super::task_run::{upper_half, Exit, RunsTasks, TaskRun};
 use super::vocabulary::{
     Outcome, PathNode, Probe, ProbeEnd, RunConfig, SolutionView, Status, TaskError, Visitor,
 };
@@ -52,6 +52,29 @@ enum Step {
     Recover,
     /// M: leave the level.
     Backdown,
+}
+
+impl<N: NodeRepr> RunsTasks for Search<N> {
+    #[inline(always)]
+    fn run_state(&mut self) -> (&mut TaskRun, usize, &[Decision]) {
+        (&mut self.task_run, self.base, &self.degree)
+    }
+
+    #[inline(always)]
+    fn counters(&self) -> (u64, u64) {
+        (self.links.updates, self.links.cleansings)
+    }
+
+    fn poll_visitor<V: Visitor>(&mut self, level: usize, visitor: &mut V) -> Option<Exit> {
+        let request = self.task_run.ask(
+            visitor,
+            self.base,
+            &self.pos[..level],
+            &self.degree[..level],
+            |l| self.pos[l] - self.lo[l],
+        );
+        Exit::after_poll(request, visitor, || self.give_away(level))
+    }
 }
 
 impl<N: NodeRepr> Search<N> {
@@ -175,12 +198,6 @@ impl<N: NodeRepr> Search<N> {
         Ok(self.task_run.outcome(self.counters(), result))
     }
 
-    /// The link counters (updates, cleansings).
-    #[inline(always)]
-    fn counters(&self) -> (u64, u64) {
-        (self.links.updates, self.links.cleansings)
-    }
-
     /// Sets the range of alternatives of a freshly entered level (and, at
     /// the task's own level, the weight per alternative).
     #[inline(always)]
@@ -205,48 +222,6 @@ impl<N: NodeRepr> Search<N> {
     #[inline(never)]
     fn end_replay(&mut self) {
         self.task_run.end_replay(self.counters());
-    }
-
-    /// Counts a node at `level` and, every `poll_interval` nodes, consults
-    /// the stop flag and the visitor. Returns how to go on.
-    #[inline(always)]
-    fn enter_node<V: Visitor>(
-        &mut self,
-        level: usize,
-        config: &RunConfig,
-        visitor: &mut V,
-    ) -> Option<Exit> {
-        let counters = self.counters();
-        match self
-            .task_run
-            .enter_node(level, self.base, config, || counters)
-        {
-            Entered::Go => None,
-            Entered::Poll => self.poll(level, config, visitor),
-            Entered::Stop(exit) => Some(exit),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn poll<V: Visitor>(
-        &mut self,
-        level: usize,
-        config: &RunConfig,
-        visitor: &mut V,
-    ) -> Option<Exit> {
-        if let Some(exit) = self.task_run.poll_due(config, self.counters()) {
-            return Some(exit);
-        }
-        self.task_run.fill_units(level, self.base, &self.degree);
-        let request = self.task_run.ask(
-            visitor,
-            self.base,
-            &self.pos[..level],
-            &self.degree[..level],
-            |l| self.pos[l] - self.lo[l],
-        );
-        Exit::after_poll(request, visitor, || self.give_away(level))
     }
 
     /// Gives away the upper half of the untried alternatives at the

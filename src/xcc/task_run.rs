@@ -68,6 +68,61 @@ pub(crate) enum Entered {
     Stop(Exit),
 }
 
+/// An engine as its task run sees it: the start of a node and of a poll,
+/// written once here as default methods (monomorphized and inlined into
+/// each engine's loop as its own were), over what the engine gives: its
+/// run, its task's level and its levels' degrees, its update counters, and
+/// the rest of its poll.
+pub(crate) trait RunsTasks {
+    /// The run's state, the task's level (`base`), and the number of
+    /// alternatives of each level.
+    fn run_state(&mut self) -> (&mut TaskRun, usize, &[Decision]);
+
+    /// The engine's update counters (updates, cleansings) now.
+    fn counters(&self) -> (u64, u64);
+
+    /// The engine's part of a poll at a node on `level` (units filled):
+    /// shows the visitor the run with the path in ranks, and does what it
+    /// asks.
+    fn poll_visitor<V: Visitor>(&mut self, level: usize, visitor: &mut V) -> Option<Exit>;
+
+    /// Counts a node at `level` and, every `poll_interval` nodes, consults
+    /// the stop flag and the visitor. Returns how to go on.
+    #[inline(always)]
+    fn enter_node<V: Visitor>(
+        &mut self,
+        level: usize,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Option<Exit> {
+        let counters = self.counters();
+        let (run, base, _) = self.run_state();
+        match run.enter_node(level, base, config, || counters) {
+            Entered::Go => None,
+            Entered::Poll => self.poll(level, config, visitor),
+            Entered::Stop(exit) => Some(exit),
+        }
+    }
+
+    /// A poll: the stop flag, the units, then the engine's part.
+    #[cold]
+    #[inline(never)]
+    fn poll<V: Visitor>(
+        &mut self,
+        level: usize,
+        config: &RunConfig,
+        visitor: &mut V,
+    ) -> Option<Exit> {
+        let counters = self.counters();
+        let (run, base, degree) = self.run_state();
+        if let Some(exit) = run.poll_due(config, counters) {
+            return Some(exit);
+        }
+        run.fill_units(level, base, degree);
+        self.poll_visitor(level, visitor)
+    }
+}
+
 /// The state of one run of a task, beside an engine's search: its
 /// counters, its poll countdown, its weights and cuts, and the weight of one
 /// alternative at each level from the task's down.

@@ -31,6 +31,7 @@ pub mod fixtures;
 pub mod futoshiki;
 pub mod hidato;
 pub mod hitori;
+pub mod in_process;
 pub mod latin;
 pub mod live;
 pub mod oracle;

@@ -1,6 +1,6 @@
 //! The service tests' fixtures: a problem's message, a free port, a client
-//! of a server, the reason of a refusal, waiting for a condition, and
-//! `xccd` processes (servers, workers) killed when dropped.
+//! of a server, the reason of a refusal, waiting for a condition, draining
+//! a stream, and `xccd` processes (servers, workers) killed when dropped.
 //!
 //! What a test file checks stays in it: these only start, connect and wait,
 //! and panic with what went wrong when they cannot.
@@ -78,6 +78,38 @@ pub async fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> boo
         assert!(start.elapsed() <= limit, "{what}: not within {limit:?}");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// How [`drain`] stopped reading a stream.
+#[derive(Debug)]
+pub enum Drained {
+    /// The stream ended.
+    Ended,
+    /// The stream ended with this status.
+    Failed(tonic::Status),
+    /// No message came before the deadline: the stream may be alive.
+    Late,
+    /// `max` messages were read: the stream may go on.
+    Capped,
+}
+
+/// Reads `stream`'s messages into `each` until it ends, fails, `max` of them
+/// were read, or `deadline` passes before the next one comes.
+pub async fn drain<T>(
+    stream: &mut tonic::Streaming<T>,
+    deadline: tokio::time::Instant,
+    max: usize,
+    mut each: impl FnMut(T),
+) -> Drained {
+    for _ in 0..max {
+        match tokio::time::timeout_at(deadline, stream.message()).await {
+            Err(_) => return Drained::Late,
+            Ok(Err(status)) => return Drained::Failed(status),
+            Ok(Ok(None)) => return Drained::Ended,
+            Ok(Ok(Some(message))) => each(message),
+        }
+    }
+    Drained::Capped
 }
 
 /// Where a process's stderr goes.

@@ -43,21 +43,15 @@ pub(super) async fn enumerate(
         cheapest,
         engine,
     } = api.search(
-        SearchAsk {
-            memo: req.memo,
-            memo_conflict: (!req.count_only)
-                .then_some("a memoized search answers a count: set count_only"),
-            cheapest: req.cheapest,
-            cheapest_conflict: if req.count_only {
-                Some("the cheapest-solutions search answers solutions: leave count_only unset")
-            } else if req.limit != 0 {
-                Some("the stream sends the K cheapest solutions, K its number: leave limit at 0")
-            } else {
-                None
-            },
-            engine: req.engine,
-            filtered: false,
-        },
+        SearchAsk::listed(
+            req.memo,
+            req.cheapest,
+            req.count_only,
+            req.limit,
+            "the stream sends the K cheapest solutions, K its number: leave limit at 0",
+            req.engine,
+            false,
+        ),
         searched,
     )?;
     let packed_index_bytes = if req.packed_solutions {

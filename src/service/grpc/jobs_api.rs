@@ -110,21 +110,15 @@ pub(super) async fn create_job(
         cheapest,
         engine,
     } = api.search(
-        SearchAsk {
-            memo: req.memo,
-            memo_conflict: (!req.count_only)
-                .then_some("a memoized search answers a count: set count_only"),
-            cheapest: req.cheapest,
-            cheapest_conflict: if req.count_only {
-                Some("the cheapest-solutions search answers solutions: leave count_only unset")
-            } else if req.limit != 0 {
-                Some("the job finds the K cheapest solutions, K its number: leave limit at 0")
-            } else {
-                None
-            },
-            engine: req.engine,
-            filtered: condition.as_ref().is_some_and(|c| c.filters()),
-        },
+        SearchAsk::listed(
+            req.memo,
+            req.cheapest,
+            req.count_only,
+            req.limit,
+            "the job finds the K cheapest solutions, K its number: leave limit at 0",
+            req.engine,
+            condition.as_ref().is_some_and(|c| c.filters()),
+        ),
         searched,
     )?;
     // The job keeps its K cheapest unless keep_solutions says fewer.

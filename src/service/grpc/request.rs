@@ -35,6 +35,38 @@ pub(super) struct SearchAsk<'a> {
     pub filtered: bool,
 }
 
+impl<'a> SearchAsk<'a> {
+    /// What a streamed or kept search asks (Enumerate, CreateJob): memo
+    /// answers a count, so it needs `count_only`; cheapest answers
+    /// solutions, so it rules `count_only` out, and a limit for the reason
+    /// `limit_conflict` gives in the RPC's words.
+    pub(super) fn listed(
+        memo: bool,
+        cheapest: u32,
+        count_only: bool,
+        limit: u64,
+        limit_conflict: &'a str,
+        engine: i32,
+        filtered: bool,
+    ) -> SearchAsk<'a> {
+        SearchAsk {
+            memo,
+            memo_conflict: (!count_only)
+                .then_some("a memoized search answers a count: set count_only"),
+            cheapest,
+            cheapest_conflict: if count_only {
+                Some("the cheapest-solutions search answers solutions: leave count_only unset")
+            } else if limit != 0 {
+                Some(limit_conflict)
+            } else {
+                None
+            },
+            engine,
+            filtered,
+        }
+    }
+}
+
 /// The search a request's job runs.
 pub(super) struct Search {
     pub memo: Option<u64>,
