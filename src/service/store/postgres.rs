@@ -23,11 +23,16 @@
 //! anyway. Connections are not encrypted (`NoTls`): keep the server on a
 //! trusted network or a local socket until TLS is added.
 //!
-//! **One coordinator.** At start the store takes a session advisory lock;
-//! a second coordinator on the same database is refused with a clear
-//! error, like the SQLite store's exclusive lock. The lock goes with the
-//! connection: a killed coordinator's lock is released when the server
-//! sees its connection close.
+//! **One writer.** Opened alone ([`PostgresStore::open`]) the store takes a
+//! session advisory lock; a second on the same database is refused with a
+//! clear error, like the SQLite store's exclusive lock. The lock goes with
+//! the connection: a killed coordinator's lock is released when the server
+//! sees its connection close. `xccd serve` opens it fenced instead
+//! ([`PostgresStore::open_fenced`]): several coordinators share the
+//! database, one leads (see `crate::service::leader`), and every write
+//! transaction first checks the leader's token against the lease row
+//! (`postgres_schema::check_fence`), so that the database refuses the
+//! writes of a coordinator that another has taken over from.
 //!
 //! **Schema.** Migrations are numbered, recorded in `schema_version`, and
 //! applied at start in one transaction under a transaction-level advisory
@@ -40,60 +45,34 @@
 //! it wrote with its changes, so nothing is written twice.
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use postgres::error::SqlState;
 use postgres::{Client, Config, NoTls};
 
+use super::fence::Fence;
+use super::postgres_schema::{check_fence, migrate};
+pub use super::postgres_schema::{LOCK_CLASS, SCHEMA_VERSION};
 use super::{
     codec, Cause, JobStore, NewJob, Snapshot, StoreError, StoreResult, StoredJob, StoredRequest,
     Write,
 };
 use crate::run::SolutionIndices;
 use crate::service::job::JobId;
+use crate::service::metrics as metric;
 use crate::service::sync::Locked;
 
 /// Bytes a chunk row costs beside its solutions, roughly (as SQLite's).
 const CHUNK_OVERHEAD: u64 = 24;
-/// The advisory locks' first key: "xccd".
-const LOCK_CLASS: i32 = 0x7863_6364;
 /// The second key of the coordinator's session lock.
 const COORDINATOR_LOCK: i32 = 1;
-/// The second key of the migrations' transaction lock.
-const MIGRATION_LOCK: i32 = 2;
 /// How long a start waits for the coordinator's lock: a killed
 /// predecessor's connection may take a moment to be seen closed.
 const LOCK_WAIT: Duration = Duration::from_secs(3);
 /// How long a dropped connection is tried again before a call fails.
 const RECONNECT_FOR: Duration = Duration::from_secs(10);
-
-/// The migrations, in order: `(version, statements)`. A migration once
-/// released is never changed; a change of schema is a new one.
-const MIGRATIONS: &[(i32, &str)] = &[(
-    1,
-    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-     CREATE TABLE jobs (
-         id BIGINT PRIMARY KEY,
-         request TEXT NOT NULL,
-         problem BYTEA NOT NULL,
-         committed BIGINT NOT NULL,
-         written BIGINT NOT NULL,
-         snapshot TEXT,
-         ended BYTEA,
-         bytes BIGINT NOT NULL,
-         last_write BIGINT);
-     CREATE TABLE solutions (
-         job BIGINT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
-         first BIGINT NOT NULL,
-         count BIGINT NOT NULL,
-         data BYTEA NOT NULL,
-         PRIMARY KEY (job, first));",
-)];
-
-/// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 
 /// A client error with its causes: the client's own words are only its
 /// kind ("db error"), the server's message is its source.
@@ -181,6 +160,10 @@ pub struct PostgresStore {
     degraded: Mutex<Option<Cause>>,
     /// Tokens of `apply` calls (see [`Session::run`]).
     writes: AtomicI64,
+    /// The lease this store writes under, and its token, on a coordinator
+    /// among several (see [`super::fence`]); None writes unfenced, alone on
+    /// the database by the coordinator's advisory lock.
+    fence: Option<(Arc<Fence>, i64)>,
 }
 
 /// The connection, on the store's thread.
@@ -188,6 +171,8 @@ struct Session {
     config: Config,
     place: String,
     client: Option<Client>,
+    /// Takes the coordinator's advisory lock (an unfenced store).
+    lock: bool,
 }
 
 impl Session {
@@ -223,24 +208,25 @@ impl Session {
             }
         };
         let start = Instant::now();
-        loop {
-            let locked: bool = client
+        // A fenced store writes under the lease's token instead.
+        let mut locked = !self.lock;
+        while !locked {
+            locked = client
                 .query_one(
                     "SELECT pg_try_advisory_lock($1, $2)",
                     &[&LOCK_CLASS, &COORDINATOR_LOCK],
                 )?
                 .get(0);
-            if locked {
-                break;
-            }
-            if start.elapsed() >= LOCK_WAIT {
+            if !locked && start.elapsed() >= LOCK_WAIT {
                 return Err(self.open_error(
-                    "another xccd coordinator uses this database (only one may, for now); stop \
-                     it or give this one its own database"
+                    "another xccd coordinator uses this database (opened alone, without the \
+                     leadership of `xccd serve`); stop it or give this one its own database"
                         .into(),
                 ));
             }
-            std::thread::sleep(Duration::from_millis(100));
+            if !locked {
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
         migrate(&mut client).map_err(|e| match e {
             StoreError::Io(message) => self.open_error(message),
@@ -265,60 +251,6 @@ impl Session {
         let client = self.connect(RECONNECT_FOR)?;
         op(client)
     }
-}
-
-/// The schema version of the database (0 for a new one), read without
-/// writing: a database that is read-only and up to date opens, degraded.
-fn schema_version(client: &mut impl postgres::GenericClient) -> StoreResult<i32> {
-    let exists: bool = client
-        .query_one("SELECT to_regclass('schema_version') IS NOT NULL", &[])?
-        .get(0);
-    if !exists {
-        return Ok(0);
-    }
-    Ok(client
-        .query_one("SELECT COALESCE(MAX(version), 0) FROM schema_version", &[])?
-        .get(0))
-}
-
-/// Applies the migrations this database lacks, in one transaction under
-/// the migrations' lock (two coordinators starting at once migrate once).
-fn migrate(client: &mut Client) -> StoreResult<()> {
-    let newer = |current: i32| {
-        StoreError::Io(format!(
-            "it holds jobs of schema version {current}, and this xccd knows versions up to \
-             {SCHEMA_VERSION}: run a newer xccd"
-        ))
-    };
-    match schema_version(client)? {
-        SCHEMA_VERSION => return Ok(()),
-        current if current > SCHEMA_VERSION => return Err(newer(current)),
-        _ => {}
-    }
-    let mut tx = client.transaction()?;
-    tx.execute(
-        "SELECT pg_advisory_xact_lock($1, $2)",
-        &[&LOCK_CLASS, &MIGRATION_LOCK],
-    )?;
-    tx.batch_execute(
-        "CREATE TABLE IF NOT EXISTS schema_version (
-             version INTEGER PRIMARY KEY,
-             applied TIMESTAMPTZ NOT NULL DEFAULT now())",
-    )?;
-    let current = schema_version(&mut tx)?;
-    if current > SCHEMA_VERSION {
-        return Err(newer(current));
-    }
-    for (version, statements) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
-        tx.batch_execute(statements)?;
-        tx.execute(
-            "INSERT INTO schema_version (version) VALUES ($1)",
-            &[version],
-        )?;
-        tracing::info!(version, "job store schema migrated");
-    }
-    tx.commit()?;
-    Ok(())
 }
 
 /// A change of [`Write`], its solutions already encoded (by the caller's
@@ -392,6 +324,17 @@ impl PostgresStore {
     /// Connects to the database of `url` (a `postgres://` URL), takes the
     /// coordinator's lock and brings the schema up to date.
     pub fn open(url: &str) -> StoreResult<PostgresStore> {
+        PostgresStore::open_with(url, None)
+    }
+
+    /// A store whose every write carries `token` of `fence`'s lease and is
+    /// refused once the lease has another (see [`super::fence`]). It takes
+    /// no advisory lock: the lease decides who writes.
+    pub fn open_fenced(url: &str, fence: Arc<Fence>, token: i64) -> StoreResult<PostgresStore> {
+        PostgresStore::open_with(url, Some((fence, token)))
+    }
+
+    fn open_with(url: &str, fence: Option<(Arc<Fence>, i64)>) -> StoreResult<PostgresStore> {
         let place = redacted(url);
         let mut config: Config = url.parse().map_err(|e| StoreError::Open {
             path: place.clone(),
@@ -408,6 +351,7 @@ impl PostgresStore {
             config,
             place: place.clone(),
             client: None,
+            lock: fence.is_none(),
         };
         let thread = std::thread::Builder::new()
             .name("xccd-store".into())
@@ -422,6 +366,7 @@ impl PostgresStore {
             thread: Some(thread),
             place,
             degraded: Mutex::new(None),
+            fence,
             // Tokens of this process, above those of any before it.
             writes: AtomicI64::new(
                 std::time::SystemTime::now()
@@ -466,14 +411,25 @@ impl PostgresStore {
         self.on_thread(move |session| session.run(&op))
     }
 
-    /// Records the outcome of a write, as the SQLite store does.
+    /// Records the outcome of a write, as the SQLite store does; a write
+    /// refused by the fence is counted, and this process leads no more.
     fn note<T>(&self, result: StoreResult<T>) -> StoreResult<T> {
         if let Err(error) = &result {
             if let Some(cause) = error.cause() {
                 *self.degraded.locked() = Some(cause);
             }
+            if let (StoreError::Fenced { token, .. }, Some((fence, _))) = (error, &self.fence) {
+                metrics::counter!(metric::STORE_FENCED_WRITES).increment(1);
+                tracing::error!(%error, "a write refused: another coordinator leads now");
+                fence.lose(*token, None);
+            }
         }
         result
+    }
+
+    /// The token writes carry (None: unfenced).
+    fn token(&self) -> Option<i64> {
+        self.fence.as_ref().map(|(_, token)| *token)
     }
 }
 
@@ -533,8 +489,15 @@ fn read_chunks(
     Ok((end, chunks))
 }
 
-fn apply_changes(client: &mut Client, id: i64, token: i64, changes: &[Change]) -> StoreResult<u64> {
+fn apply_changes(
+    client: &mut Client,
+    id: i64,
+    token: i64,
+    fence: Option<i64>,
+    changes: &[Change],
+) -> StoreResult<u64> {
     let mut tx = client.transaction()?;
+    check_fence(&mut tx, fence)?;
     let row = tx
         .query_opt(
             "SELECT committed, written, bytes, last_write FROM jobs WHERE id = $1 FOR UPDATE",
@@ -613,8 +576,9 @@ fn apply_changes(client: &mut Client, id: i64, token: i64, changes: &[Change]) -
 
 /// Drops the solutions of every unfinished job past its snapshot, and
 /// returns the jobs.
-fn resume_jobs(client: &mut Client) -> StoreResult<Vec<StoredJob>> {
+fn resume_jobs(client: &mut Client, fence: Option<i64>) -> StoreResult<Vec<StoredJob>> {
     let mut tx = client.transaction()?;
+    check_fence(&mut tx, fence)?;
     let rows = tx.query(
         &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE ended IS NULL ORDER BY id FOR UPDATE"),
         &[],
@@ -690,14 +654,17 @@ impl JobStore for PostgresStore {
         let request = json(&job.request);
         let problem = job.problem.clone();
         let snapshot = json(&Snapshot::fresh());
+        let fence = self.token();
         let result = self.run(move |client| {
+            let mut client = client.transaction()?;
+            check_fence(&mut client, fence)?;
             let inserted = client.execute(
                 "INSERT INTO jobs (id, request, problem, committed, written, snapshot, ended, bytes)
                  VALUES ($1, $2, $3, 0, 0, $4, NULL, 0) ON CONFLICT (id) DO NOTHING",
                 &[&id, &request, &problem, &snapshot],
             )?;
             if inserted == 1 {
-                return Ok(());
+                return Ok(client.commit()?);
             }
             // Either a retry whose first insert went through, or an id
             // already taken.
@@ -716,12 +683,15 @@ impl JobStore for PostgresStore {
     fn apply(&self, id: JobId, writes: &[Write]) -> StoreResult<u64> {
         let changes = changes(writes);
         let token = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
-        let result = self.run(move |client| apply_changes(client, id as i64, token, &changes));
+        let fence = self.token();
+        let result =
+            self.run(move |client| apply_changes(client, id as i64, token, fence, &changes));
         self.note(result)
     }
 
     fn resume(&self) -> StoreResult<Vec<StoredJob>> {
-        let result = self.run(resume_jobs);
+        let fence = self.token();
+        let result = self.run(move |client| resume_jobs(client, fence));
         self.note(result)
     }
 
@@ -783,8 +753,13 @@ impl JobStore for PostgresStore {
 
     fn delete(&self, id: JobId) -> StoreResult<bool> {
         // Its solutions go with it (ON DELETE CASCADE), in one transaction.
+        let fence = self.token();
         let result = self.run(move |client| {
-            Ok(client.execute("DELETE FROM jobs WHERE id = $1", &[&(id as i64)])? > 0)
+            let mut tx = client.transaction()?;
+            check_fence(&mut tx, fence)?;
+            let deleted = tx.execute("DELETE FROM jobs WHERE id = $1", &[&(id as i64)])? > 0;
+            tx.commit()?;
+            Ok(deleted)
         });
         let deleted = self.note(result)?;
         self.writable();
@@ -843,12 +818,5 @@ mod tests {
         assert_eq!(redacted("host=db user=x"), "host=db user=x");
         assert!(is_postgres_url("postgresql://db/x"));
         assert!(!is_postgres_url("sqlite:jobs"));
-    }
-
-    #[test]
-    fn migrations_are_numbered_in_order() {
-        let versions: Vec<i32> = MIGRATIONS.iter().map(|(v, _)| *v).collect();
-        let expected: Vec<i32> = (1..=MIGRATIONS.len() as i32).collect();
-        assert_eq!(versions, expected);
     }
 }
