@@ -9,8 +9,8 @@
 //! takeover took is printed. A leader frozen (SIGSTOP) past its lease is
 //! taken over too, and once thawed steps down with its writes refused.
 //!
-//! The instance is queens14 (365,596 solutions) by default, for two shared
-//! cores; `XCCD_FAILOVER_QUEENS=15` runs queens15 (2,279,184). Kill moments
+//! The instance is queens15 (2,279,184 solutions); `XCCD_FAILOVER_QUEENS=14`
+//! runs queens14 (365,596), shorter than the three kills. Kill moments
 //! are random (the seed is printed; `XCCD_DURABLE_SEED` replays one).
 
 mod common;
@@ -204,7 +204,7 @@ async fn get(coordinators: &[Coordinator], job: &str) -> pb::Job {
 }
 
 /// Every stored solution of `job`, in pages, from whichever leads.
-async fn read_all(coordinators: &[Coordinator], job: &str) -> Vec<Vec<u32>> {
+async fn read_all(coordinators: &[Coordinator], job: &str, n: usize) -> Vec<u64> {
     let (_, mut client) = leader_client(coordinators, Duration::from_secs(60)).await;
     let mut out = Vec::new();
     let mut token = String::new();
@@ -221,7 +221,8 @@ async fn read_all(coordinators: &[Coordinator], job: &str) -> Vec<Vec<u32>> {
             .expect("ListJobSolutions")
             .into_inner();
         assert_eq!(page.first_index, out.len() as u64);
-        out.extend(common::packed::unpack(&page.packed.expect("a packed page")));
+        let page_solutions = common::packed::unpack(&page.packed.expect("a packed page"));
+        out.extend(page_solutions.iter().map(|s| placement(n, s)));
         if page.next_page_token.is_empty() {
             return out;
         }
@@ -232,8 +233,8 @@ async fn read_all(coordinators: &[Coordinator], job: &str) -> Vec<Vec<u32>> {
 /// Watches `job` with WatchJob from the solutions seen so far on, through
 /// every failover, until its summary says it is complete: the solutions in
 /// the order they came.
-async fn watch(apis: Vec<SocketAddr>, job: String) -> Vec<Vec<u32>> {
-    let mut seen: Vec<Vec<u32>> = Vec::new();
+async fn watch(apis: Vec<SocketAddr>, job: String, n: usize) -> Vec<u64> {
+    let mut seen: Vec<u64> = Vec::new();
     let mut at = 0;
     loop {
         let addr = apis[at % apis.len()];
@@ -274,7 +275,8 @@ async fn watch(apis: Vec<SocketAddr>, job: String) -> Vec<Vec<u32>> {
             match stream.message().await {
                 Ok(Some(message)) => match message.event {
                     Some(pb::watch_job_response::Event::Solutions(batch)) => {
-                        seen.extend(common::packed::unpack(&batch));
+                        let batch = common::packed::unpack(&batch);
+                        seen.extend(batch.iter().map(|s| placement(n, s)));
                     }
                     Some(pb::watch_job_response::Event::Summary(summary)) => {
                         if summary.reason == pb::EndReason::Complete as i32 {
@@ -297,37 +299,40 @@ async fn watch(apis: Vec<SocketAddr>, job: String) -> Vec<Vec<u32>> {
     }
 }
 
-/// Requires `solutions` to be every placement of `n` queens, each once.
-fn check_queens(n: usize, solutions: &[Vec<u32>], what: &str) {
-    let expected = QUEENS[n];
+/// A solution of n queens as its columns row by row, 4 bits each; fails
+/// the test unless it is a valid placement.
+fn placement(n: usize, solution: &[u32]) -> u64 {
+    // Option k places a queen on row k / n, column k % n.
+    let mut cols: Vec<Option<usize>> = vec![None; n];
+    for &option in solution {
+        let (row, col) = (option as usize / n, option as usize % n);
+        assert!(cols[row].is_none(), "two queens on row {row}");
+        cols[row] = Some(col);
+    }
+    let cols: Vec<usize> = cols
+        .into_iter()
+        .map(|c| c.expect("a queen on every row"))
+        .collect();
+    for i in 0..n {
+        for j in i + 1..n {
+            assert!(
+                cols[i] != cols[j] && cols[i].abs_diff(cols[j]) != j - i,
+                "queens attack each other in {cols:?}"
+            );
+        }
+    }
+    cols.iter().fold(0, |key, &c| key << 4 | c as u64)
+}
+
+/// Requires `solutions` (placements) to be every one of `n` queens, each once.
+fn check_queens(n: usize, solutions: &[u64], what: &str) {
     assert_eq!(
         solutions.len() as u64,
-        expected,
+        QUEENS[n],
         "{what}: the count, repeats included"
     );
-    let mut distinct = HashSet::with_capacity(solutions.len());
-    for solution in solutions {
-        // Option k places a queen on row k / n, column k % n.
-        let mut cols: Vec<Option<usize>> = vec![None; n];
-        for &option in solution {
-            let (row, col) = (option as usize / n, option as usize % n);
-            assert!(cols[row].is_none(), "{what}: two queens on row {row}");
-            cols[row] = Some(col);
-        }
-        let cols: Vec<usize> = cols
-            .into_iter()
-            .map(|c| c.expect("a queen on every row"))
-            .collect();
-        for i in 0..n {
-            for j in i + 1..n {
-                assert!(
-                    cols[i] != cols[j] && cols[i].abs_diff(cols[j]) != j - i,
-                    "{what}: queens attack each other in {cols:?}"
-                );
-            }
-        }
-        assert!(distinct.insert(cols), "{what}: a solution twice");
-    }
+    let distinct: HashSet<u64> = solutions.iter().copied().collect();
+    assert_eq!(distinct.len(), solutions.len(), "{what}: a solution twice");
 }
 
 fn queens_n() -> usize {
@@ -335,7 +340,7 @@ fn queens_n() -> usize {
         .ok()
         .and_then(|n| n.parse().ok())
         .filter(|n: &usize| (4..=15).contains(n))
-        .unwrap_or(14)
+        .unwrap_or(15)
 }
 
 /// Starts both coordinators (the first leads) and two workers given both
@@ -401,11 +406,12 @@ async fn the_leader_killed_three_times_the_job_ends_exact() {
     let watcher = tokio::spawn(watch(
         coordinators.iter().map(|c| c.api).collect(),
         job.clone(),
+        n,
     ));
     let started = Instant::now();
     let mut takeovers = Vec::new();
     for round in 1..=3 {
-        let delay = 300 + rng.below(1500) as u64;
+        let delay = 500 + rng.below(2500) as u64;
         tokio::time::sleep(Duration::from_millis(delay)).await;
         let (leader, _) = leader_client(&coordinators, Duration::from_secs(30)).await;
         let before = get(&coordinators, &job).await;
@@ -459,7 +465,7 @@ async fn the_leader_killed_three_times_the_job_ends_exact() {
         "{summary:?}"
     );
     assert_eq!(summary.solutions, QUEENS[n]);
-    let stored = read_all(&coordinators, &job).await;
+    let stored = read_all(&coordinators, &job, n).await;
     check_queens(n, &stored, "ListJobSolutions");
     let watched = tokio::time::timeout(Duration::from_secs(120), watcher)
         .await
@@ -529,6 +535,10 @@ async fn a_frozen_leader_is_taken_over_and_fenced_when_it_wakes() {
         done.summary.expect("a summary").reason,
         pb::EndReason::Complete as i32
     );
-    check_queens(n, &read_all(&coordinators, &job).await, "after the freeze");
+    check_queens(
+        n,
+        &read_all(&coordinators, &job, n).await,
+        "after the freeze",
+    );
     drop(workers);
 }
