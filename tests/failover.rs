@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::queens::queens_dlx;
-use common::rng::Rng;
+use common::rng::{seed, Rng};
 use common::service::{
     create_job, dlx, free_port, reason_of, xccd_with_token, Client, Log, Process,
 };
@@ -35,20 +35,6 @@ const TOKEN: &str = "failover-test-worker-token";
 const QUEENS: [u64; 16] = [
     1, 1, 0, 0, 2, 10, 4, 40, 92, 352, 724, 2680, 14200, 73712, 365596, 2279184,
 ];
-
-fn seed() -> u64 {
-    let seed = std::env::var("XCCD_DURABLE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    eprintln!("XCCD_DURABLE_SEED={seed}");
-    seed
-}
 
 /// One coordinator: its addresses and, while it runs, its process.
 struct Coordinator {

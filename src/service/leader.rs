@@ -44,12 +44,8 @@ use postgres::{Client, Config, NoTls};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::grpc::SolverApi;
 use super::leader_gate::LeaderGateLayer;
 use super::metrics as metric;
-use super::proto::puzzle_service_server::PuzzleServiceServer;
-use super::proto::solver_service_server::SolverServiceServer;
-use super::puzzles_grpc::PuzzleApi;
 use super::server::{self, catch_panics, incoming, ServeConfig};
 use super::store::fence::Fence;
 use super::store::postgres::{describe, redacted, LOCK_CLASS};
@@ -376,12 +372,7 @@ struct Standby {
 impl Standby {
     async fn start(config: &ServeConfig, fence: Arc<Fence>) -> std::io::Result<Standby> {
         let (health, health_service) = tonic_health::server::health_reporter();
-        health
-            .set_not_serving::<SolverServiceServer<SolverApi>>()
-            .await;
-        health
-            .set_not_serving::<PuzzleServiceServer<PuzzleApi>>()
-            .await;
+        server::not_serving(&health).await;
         health
             .set_service_status("", tonic_health::ServingStatus::NotServing)
             .await;

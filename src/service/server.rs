@@ -347,12 +347,7 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     let shutdown = async move {
         let _ = stop_rx.await;
         tracing::info!("shutting down: stopping jobs, then the listener");
-        health
-            .set_not_serving::<SolverServiceServer<SolverApi>>()
-            .await;
-        health
-            .set_not_serving::<PuzzleServiceServer<PuzzleApi>>()
-            .await;
+        not_serving(&health).await;
         // Durable jobs commit their progress first: they go on after the
         // restart from there. (A coordinator that lost the lead cannot:
         // the new leader goes on from their last snapshots.)
@@ -507,6 +502,16 @@ async fn report_gauges(pool: std::sync::Weak<Pool>) {
         metrics::gauge!(metric::JOBS_ACTIVE).set(pool.active_jobs() as f64);
         metrics::gauge!(metric::TASKS_QUEUED).set(pool.queued_tasks() as f64);
     }
+}
+
+/// Says the API's services are not served (a shutdown, a standby).
+pub async fn not_serving(health: &tonic_health::server::HealthReporter) {
+    health
+        .set_not_serving::<SolverServiceServer<SolverApi>>()
+        .await;
+    health
+        .set_not_serving::<PuzzleServiceServer<PuzzleApi>>()
+        .await;
 }
 
 /// The health service that says whether new durable jobs are taken.
