@@ -223,8 +223,9 @@ impl Conn {
     }
 
     /// One renewal (`token` held) or one try to take the lease (`token`
-    /// 0), which a standby may once it has lapsed or once the session
-    /// lock is free: the token held after it, if any.
+    /// 0), which a standby may once it has lapsed, or once it holds the
+    /// session lock that the leader's row says the leader held (so the
+    /// leader's session has ended): the token held after it, if any.
     fn step(&mut self, me: &str, token: i64) -> Result<Option<i64>, postgres::Error> {
         if !self.locked {
             self.locked = self
@@ -238,17 +239,18 @@ impl Conn {
         let ttl = LEASE_TTL.as_secs_f64();
         let row = if token != 0 {
             self.client.query_opt(
-                "UPDATE leader SET expires_at = now() + make_interval(secs => $3)
+                "UPDATE leader SET expires_at = now() + make_interval(secs => $3), locked = $4
                  WHERE id = 1 AND token = $1 AND holder = $2 RETURNING token",
-                &[&token, &me, &ttl],
+                &[&token, &me, &ttl, &self.locked],
             )?
         } else {
             self.client.query_opt(
-                "INSERT INTO leader (id, holder, token, expires_at)
-                 VALUES (1, $1, 1, now() + make_interval(secs => $2))
+                "INSERT INTO leader (id, holder, token, expires_at, locked)
+                 VALUES (1, $1, 1, now() + make_interval(secs => $2), $3)
                  ON CONFLICT (id) DO UPDATE SET holder = EXCLUDED.holder,
-                     token = leader.token + 1, expires_at = EXCLUDED.expires_at
-                 WHERE leader.expires_at < now() OR $3
+                     token = leader.token + 1, expires_at = EXCLUDED.expires_at,
+                     locked = EXCLUDED.locked
+                 WHERE leader.expires_at < now() OR ($3 AND leader.locked)
                  RETURNING token",
                 &[&me, &ttl, &self.locked],
             )?
@@ -373,9 +375,6 @@ impl Standby {
     async fn start(config: &ServeConfig, fence: Arc<Fence>) -> std::io::Result<Standby> {
         let (health, health_service) = tonic_health::server::health_reporter();
         server::not_serving(&health).await;
-        health
-            .set_service_status("", tonic_health::ServingStatus::NotServing)
-            .await;
         health
             .set_service_status(
                 server::STORE_HEALTH,

@@ -512,6 +512,9 @@ pub async fn not_serving(health: &tonic_health::server::HealthReporter) {
     health
         .set_not_serving::<PuzzleServiceServer<PuzzleApi>>()
         .await;
+    health
+        .set_service_status("", tonic_health::ServingStatus::NotServing)
+        .await;
 }
 
 /// The health service that says whether new durable jobs are taken.

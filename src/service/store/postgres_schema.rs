@@ -41,7 +41,8 @@ pub(super) const MIGRATIONS: &[(i32, &str)] = &[
              id INTEGER PRIMARY KEY CHECK (id = 1),
              holder TEXT NOT NULL,
              token BIGINT NOT NULL,
-             expires_at TIMESTAMPTZ NOT NULL);",
+             expires_at TIMESTAMPTZ NOT NULL,
+             locked BOOLEAN NOT NULL DEFAULT false);",
     ),
 ];
 
