@@ -16,7 +16,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::fixtures::instance;
-use common::rng::Rng;
+use common::rng::{seed, Rng};
 use tonic::Code;
 use xccd::service::proto as pb;
 use xccd::xcc::dlx_format;
@@ -35,20 +35,6 @@ fn all_solutions(text: &str) -> BTreeSet<Vec<u32>> {
             s
         })
         .collect()
-}
-
-fn seed() -> u64 {
-    let seed = std::env::var("XCCD_DURABLE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    eprintln!("XCCD_DURABLE_SEED={seed}");
-    seed
 }
 
 /// `xccd ARGS` at the tests' log level, with their worker token; its log,

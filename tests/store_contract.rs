@@ -472,11 +472,13 @@ fn postgres_records_its_schema_and_refuses_a_newer_one() {
     let url = server.url();
     drop(PostgresStore::open(&url).unwrap());
     drop(PostgresStore::open(&url).unwrap());
-    let versions = common::postgres::query(&url, "SELECT version FROM schema_version").unwrap();
-    assert_eq!(
-        versions,
-        [[xccd::service::store::postgres::SCHEMA_VERSION.to_string()]]
-    );
+    let versions =
+        common::postgres::query(&url, "SELECT version FROM schema_version ORDER BY version")
+            .unwrap();
+    let each: Vec<Vec<String>> = (1..=xccd::service::store::postgres::SCHEMA_VERSION)
+        .map(|v| vec![v.to_string()])
+        .collect();
+    assert_eq!(versions, each, "every migration, once");
     common::postgres::execute(&url, "INSERT INTO schema_version (version) VALUES (999)").unwrap();
     let error = match PostgresStore::open(&url) {
         Ok(_) => panic!("a newer schema opened"),
@@ -538,4 +540,66 @@ fn postgres_unreachable_fails_clearly_without_the_password() {
     assert!(error.contains("cannot connect"), "{error}");
     assert!(!error.contains("secret"), "{error}");
     assert!(error.contains("xccd:***@127.0.0.1"), "{error}");
+}
+
+/// A store opened under a lease's fencing token (`open_fenced`, as a
+/// coordinator among several writes): once the lease row has another token
+/// (another coordinator took over), the database refuses every write, the
+/// refusal says so, nothing of it is kept, and the fence leads no more.
+#[test]
+fn postgres_refuses_the_writes_of_a_fenced_off_leader() {
+    use std::sync::Arc;
+    use xccd::service::store::fence::Fence;
+    let Some(server) = common::postgres::server() else {
+        return;
+    };
+    let url = server.url();
+    drop(PostgresStore::open(&url).unwrap());
+    common::postgres::execute(
+        &url,
+        "INSERT INTO leader (id, holder, token, expires_at)
+         VALUES (1, 'a:1', 7, now() + interval '1 hour')",
+    )
+    .unwrap();
+    let fence = Arc::new(Fence::new());
+    fence.lead(7, "a:1");
+    let store = PostgresStore::open_fenced(&url, fence.clone(), 7).unwrap();
+    store.create(&new_job(1)).unwrap();
+    store.apply(1, &[batch(0..10), snapshot(10)]).unwrap();
+    // Another coordinator takes over.
+    common::postgres::execute(&url, "UPDATE leader SET token = 8, holder = 'b:1'").unwrap();
+    let error = store.apply(1, &[batch(10..20), snapshot(20)]).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            StoreError::Fenced {
+                token: 7,
+                now: Some(8)
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("no longer leads"), "{error}");
+    assert!(!fence.leads(), "a fenced write makes it step down");
+    assert!(matches!(
+        store.create(&new_job(2)).unwrap_err(),
+        StoreError::Fenced { .. }
+    ));
+    assert!(matches!(
+        store.delete(1).unwrap_err(),
+        StoreError::Fenced { .. }
+    ));
+    assert!(matches!(
+        store.resume().unwrap_err(),
+        StoreError::Fenced { .. }
+    ));
+    // Nothing of the refused writes was kept.
+    assert_eq!(store.get(1).unwrap().unwrap().committed, 10);
+    assert!(store.get(2).unwrap().is_none());
+    // The new leader's store writes.
+    let next = Arc::new(Fence::new());
+    next.lead(8, "b:1");
+    let store = PostgresStore::open_fenced(&url, next, 8).unwrap();
+    store.apply(1, &[batch(10..20), snapshot(20)]).unwrap();
+    assert_eq!(store.solutions(1, 0, usize::MAX).unwrap(), expected(0..20));
 }

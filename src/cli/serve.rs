@@ -9,7 +9,8 @@ use xccd::service::cluster::ClusterConfig;
 use xccd::service::durable::StoreLimits;
 use xccd::service::grpc::ApiConfig;
 use xccd::service::jobs::Retention;
-use xccd::service::server::{serve_until_signal, ServeConfig};
+use xccd::service::leader::serve_until_signal;
+use xccd::service::server::ServeConfig;
 use xccd::service::PoolConfig;
 
 use super::credentials::{api_keys, read_pem, server_tls, worker_token};
@@ -120,10 +121,15 @@ pub struct ServeArgs {
     )]
     pub data_dir: PathBuf,
     /// Store jobs in a PostgreSQL database instead (a `postgres://` URL,
-    /// e.g. postgres://xccd:PASSWORD@db:5432/xccd): one coordinator per
-    /// database; --data-dir is then not used.
+    /// e.g. postgres://xccd:PASSWORD@db:5432/xccd); --data-dir is then not
+    /// used. Several coordinators may share it: one leads (a lease in the
+    /// database), the others stand by and take over when it is gone.
     #[arg(long, value_name = "URL", env = "XCCD_STORE_URL")]
     pub store: Option<String>,
+    /// With --store: the address the other coordinators tell clients to
+    /// reach this one at while it leads (HOST:PORT; default: --listen).
+    #[arg(long, value_name = "ADDR", env = "XCCD_ADVERTISE")]
+    pub advertise: Option<String>,
     /// Most bytes one job's stored solutions may take (the job fails with
     /// RESOURCE_EXHAUSTED past it).
     #[arg(long, env = "XCCD_MAX_JOB_STORE_BYTES", default_value_t = 1 << 30)]
@@ -271,6 +277,8 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
             snapshot_interval: seconds("snapshot-interval", args.snapshot_interval)?,
             ..StoreLimits::default()
         },
+        fence: None,
+        advertise: args.advertise,
     };
     runtime
         .block_on(serve_until_signal(config))

@@ -20,8 +20,11 @@ pub struct WorkerArgs {
     /// The coordinator's worker listener (not its API port), e.g.
     /// http://xccd-coordinator:50052 for a pure coordinator (`xccd serve
     /// --threads 0`) whose API is at 50051, or its --worker-listen address.
-    #[arg(long, env = "XCCD_COORDINATOR")]
-    pub coordinator: String,
+    /// Several (repeated, or separated by commas): coordinators sharing a
+    /// PostgreSQL store; the worker finds the one that leads, and follows
+    /// it after a failover.
+    #[arg(long, env = "XCCD_COORDINATOR", value_delimiter = ',', required = true)]
+    pub coordinator: Vec<String>,
     /// Tasks to run at once (default: one per core).
     #[arg(long, env = "XCCD_THREADS")]
     pub threads: Option<usize>,
@@ -75,7 +78,7 @@ impl ConnectionObserver for Health {
 }
 
 pub fn run(args: WorkerArgs) -> Result<(), CliError> {
-    let mut config = WorkerConfig::new(args.coordinator);
+    let mut config = WorkerConfig::new(args.coordinator.join(","));
     match args.threads {
         Some(0) => return Err(CliError::BadInput("--threads must be at least 1".into())),
         Some(n) => config.threads = n,

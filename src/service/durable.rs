@@ -230,6 +230,16 @@ async fn write_job(pool: Arc<Pool>, durability: Arc<Durability>, job: Arc<Job>) 
                     )));
                 }
             }
+            // Another coordinator leads now and goes on with the job from
+            // its last snapshot: this one steps down, and the job is not
+            // over (nothing more of it is written here).
+            Err(StoreError::Fenced { .. }) => {
+                tracing::warn!(
+                    job = id,
+                    "the job's writes are fenced off: another leader has it"
+                );
+                return;
+            }
             Err(error) => {
                 tracing::error!(job = id, %error, "writing a durable job failed");
                 job.fail(store_failure(&error));

@@ -50,6 +50,10 @@ pub const LEASE_ROUND_TRIP: &str = "xccd_lease_round_trip_seconds";
 // The job store.
 pub const STORE_DEGRADED: &str = "xccd_store_degraded";
 pub const STORE_WRITE: &str = "xccd_store_write_duration_seconds";
+pub const STORE_FENCED_WRITES: &str = "xccd_store_fenced_writes_total";
+// Leadership among coordinators on one PostgreSQL database.
+pub const LEADER: &str = "xccd_leader";
+pub const LEADER_TAKEOVERS: &str = "xccd_leader_takeovers_total";
 // A worker process (`xccd worker`).
 pub const WORKER_NODES: &str = "xccd_worker_nodes_total";
 pub const WORKER_SOLUTIONS: &str = "xccd_worker_solutions_total";
@@ -191,6 +195,21 @@ fn describe_coordinator() {
         "1 while the job store cannot be written, by cause; else 0."
     );
     histogram!(STORE_WRITE, Unit::Seconds, "Time of one write to the job store, by operation (create: a new job; apply: a job's solutions, snapshot or end).");
+    counter!(
+        STORE_FENCED_WRITES,
+        Unit::Count,
+        "Writes of this coordinator the PostgreSQL store refused because another coordinator had taken the lead (each makes this one step down)."
+    );
+    gauge!(
+        LEADER,
+        Unit::Count,
+        "1 while this coordinator leads (runs jobs, hands out leases), 0 while it stands by; always 1 on the SQLite store."
+    );
+    counter!(
+        LEADER_TAKEOVERS,
+        Unit::Count,
+        "Times this coordinator took the lead on the PostgreSQL store's lease."
+    );
 }
 
 /// Describes a worker process's metrics, once.
@@ -322,6 +341,8 @@ pub async fn listen(addr: SocketAddr, role: Role) -> std::io::Result<SocketAddr>
             WORKER_REPORTS_REJECTED,
             FENCED_REPORTS,
             STALLED_LEASES,
+            STORE_FENCED_WRITES,
+            LEADER_TAKEOVERS,
         ],
         Role::Worker => &[
             WORKER_NODES,

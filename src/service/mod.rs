@@ -27,6 +27,8 @@ pub mod job;
 pub mod job_filter;
 pub mod job_id;
 pub mod jobs;
+pub mod leader;
+pub mod leader_gate;
 pub mod memory;
 pub mod metrics;
 pub mod page_token;

@@ -26,6 +26,7 @@ use super::grpc_headers::GrpcHeadersLayer;
 use super::grpc_metrics::GrpcMetricsLayer;
 use super::grpc_trace::GrpcTraceLayer;
 use super::jobs::{Entry, JobRegistry, Retention};
+use super::leader_gate::LeaderGateLayer;
 use super::metrics as metric;
 use super::pool::{Pool, PoolConfig};
 use super::proto::puzzle_service_server::PuzzleServiceServer;
@@ -34,6 +35,7 @@ use super::proto::FILE_DESCRIPTOR_SET;
 use super::puzzle_input::PuzzleEncoder;
 use super::puzzles_grpc::PuzzleApi;
 use super::status;
+use super::store::fence::Fence;
 use super::store::{JobStore, PostgresStore, SqliteStore};
 
 #[derive(Debug, Clone)]
@@ -65,6 +67,13 @@ pub struct ServeConfig {
     pub store_url: Option<String>,
     /// Limits of the job store.
     pub store_limits: StoreLimits,
+    /// The lease this server leads under, with several coordinators on a
+    /// PostgreSQL store (see [`super::leader`]): the store's writes carry
+    /// its token, and the listeners answer NOT_LEADER once it is lost.
+    pub fence: Option<Arc<Fence>>,
+    /// The address clients and workers are told to reach this server at
+    /// when it leads (`--advertise`; the listen address by default).
+    pub advertise: Option<String>,
 }
 
 impl Default for ServeConfig {
@@ -83,6 +92,8 @@ impl Default for ServeConfig {
             data_dir: None,
             store_url: None,
             store_limits: StoreLimits::default(),
+            fence: None,
+            advertise: None,
         }
     }
 }
@@ -217,7 +228,11 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     // A damaged store stops the start before anything listens.
     let opened: Option<(Arc<dyn JobStore>, String)> = match (&config.store_url, &config.data_dir) {
         (Some(url), _) => {
-            let store = PostgresStore::open(url).map_err(|e| setup_error(e.to_string()))?;
+            let store = match &config.fence {
+                Some(fence) => PostgresStore::open_fenced(url, fence.clone(), fence.token()),
+                None => PostgresStore::open(url),
+            }
+            .map_err(|e| setup_error(e.to_string()))?;
             let place = store.place().to_string();
             Some((Arc::new(store), place))
         }
@@ -266,7 +281,12 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         }
     }
     if let Some(metrics_addr) = config.metrics_listen {
-        metric::listen(metrics_addr, metric::Role::Coordinator).await?;
+        // Among several coordinators the metrics outlive each term as
+        // leader: the leadership's loop listens, once.
+        if config.fence.is_none() {
+            metric::listen(metrics_addr, metric::Role::Coordinator).await?;
+        }
+        metrics::gauge!(metric::LEADER).set(1.0);
         tokio::spawn(report_gauges(Arc::downgrade(&pool)));
     }
     // One limit for a request, whatever its form: the DLX text's, plus room
@@ -324,17 +344,15 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     let (stopped_tx, mut stopped_rx) = tokio::sync::watch::channel(false);
     let draining_pool = pool.clone();
     let draining_jobs = jobs.clone();
+    let draining_fence = config.fence.clone();
     let shutdown = async move {
         let _ = stop_rx.await;
         tracing::info!("shutting down: stopping jobs, then the listener");
-        health
-            .set_not_serving::<SolverServiceServer<SolverApi>>()
-            .await;
-        health
-            .set_not_serving::<PuzzleServiceServer<PuzzleApi>>()
-            .await;
+        not_serving(&health).await;
         // Durable jobs commit their progress first: they go on after the
-        // restart from there.
+        // restart from there. (A coordinator that lost the lead cannot:
+        // the new leader goes on from their last snapshots.)
+        let leads = draining_fence.as_ref().is_none_or(|fence| fence.leads());
         let live = draining_jobs
             .list()
             .into_iter()
@@ -343,7 +361,9 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
                 Entry::Ended(_) => None,
             })
             .collect();
-        durable::snapshot_all(&draining_pool, live, Duration::from_secs(10)).await;
+        if leads {
+            durable::snapshot_all(&draining_pool, live, Duration::from_secs(10)).await;
+        }
         let pool = draining_pool.clone();
         let _ = tokio::task::spawn_blocking(move || pool.stop_all_jobs()).await;
         let _ = stopped_tx.send(true);
@@ -359,6 +379,7 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
             Some(tokio::spawn(
                 server
                     .layer(catch_panics())
+                    .layer(LeaderGateLayer::leading(config.fence.clone()))
                     .add_service(coordinator)
                     .serve_with_incoming_shutdown(incoming(listener), async move {
                         let _ = stopped_rx.wait_for(|stopped| *stopped).await;
@@ -382,6 +403,8 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
             // A handler that panics answers INTERNAL, and the server serves on.
             .layer(catch_panics())
             .layer(too_large_is_invalid(max_problem))
+            // A coordinator that lost the lead answers NOT_LEADER at once.
+            .layer(LeaderGateLayer::leading(config.fence.clone()))
             .add_service(health_service)
             .add_service(reflection_v1)
             .add_service(reflection_v1alpha)
@@ -485,6 +508,19 @@ async fn report_gauges(pool: std::sync::Weak<Pool>) {
         metrics::gauge!(metric::JOBS_ACTIVE).set(pool.active_jobs() as f64);
         metrics::gauge!(metric::TASKS_QUEUED).set(pool.queued_tasks() as f64);
     }
+}
+
+/// Says the API's services are not served (a shutdown, a standby).
+pub async fn not_serving(health: &tonic_health::server::HealthReporter) {
+    health
+        .set_not_serving::<SolverServiceServer<SolverApi>>()
+        .await;
+    health
+        .set_not_serving::<PuzzleServiceServer<PuzzleApi>>()
+        .await;
+    health
+        .set_service_status("", tonic_health::ServingStatus::NotServing)
+        .await;
 }
 
 /// The health service that says whether new durable jobs are taken.

@@ -133,6 +133,8 @@ reasons! {
     JobNotResumable = "JOB_NOT_RESUMABLE", DataLoss, None;
     /// The server is shutting down; try again (a restart or another replica).
     ShuttingDown = "SHUTTING_DOWN", Unavailable, Some(SHUTDOWN_RETRY_DELAY);
+    /// This coordinator stands by (another leads the PostgreSQL store): call the leader (`leader` in metadata, when known).
+    NotLeader = "NOT_LEADER", Unavailable, Some(SHUTDOWN_RETRY_DELAY);
     /// No worker came to run the search; try again.
     NoWorkers = "NO_WORKERS", Unavailable, Some(NO_WORKERS_RETRY);
     /// The job is still stopping; DeleteJob again.
@@ -364,7 +366,25 @@ pub fn internal(message: impl Into<String>) -> Status {
 /// `STORE_PERMISSION_DENIED` are UNAVAILABLE: an operator must act); any
 /// other failure is UNAVAILABLE (`STORE_UNAVAILABLE`).
 pub fn store(error: &crate::service::store::StoreError) -> Status {
+    if let crate::service::store::StoreError::Fenced { .. } = error {
+        return not_leader(None);
+    }
     self::error(store_reason(error.cause()), error.to_string())
+}
+
+/// UNAVAILABLE from a coordinator that does not lead: `leader` is the
+/// leader's advertised address (`ErrorInfo` metadata `leader`), if known.
+pub fn not_leader(leader: Option<&str>) -> Status {
+    let message = match leader {
+        Some(at) => format!("this coordinator stands by; the leader is at {at}"),
+        None => "this coordinator stands by; no leader is known yet, try again".to_string(),
+    };
+    let error = ApiError::new(Reason::NotLeader, message);
+    match leader {
+        Some(at) => error.meta("leader", at),
+        None => error,
+    }
+    .into()
 }
 
 /// The reason of a job store failure of `cause` (none: an I/O error or

@@ -49,3 +49,19 @@ impl Rng {
         items[self.below(items.len())]
     }
 }
+
+/// The seed of a test's random moments: `XCCD_DURABLE_SEED` if set (to
+/// replay a run), else the clock; printed either way.
+pub fn seed() -> u64 {
+    let seed = std::env::var("XCCD_DURABLE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("XCCD_DURABLE_SEED={seed}");
+    seed
+}

@@ -39,7 +39,10 @@ use crate::xcc::{MAX_POLL_INTERVAL, POLL_INTERVAL};
 /// How a worker runs.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
-    /// The coordinator's URL, e.g. `http://127.0.0.1:50051`.
+    /// The coordinator's URL, e.g. `http://127.0.0.1:50051`; or several,
+    /// separated by commas: coordinators sharing a PostgreSQL store, of
+    /// which one leads and the others answer NOT_LEADER (the worker tries
+    /// them in turn until one takes it, and again after a failover).
     pub coordinator: String,
     /// Tasks run at once.
     pub threads: usize,
@@ -65,6 +68,16 @@ impl WorkerConfig {
     fn run_memory_limit(&self) -> u64 {
         let threads = self.threads.max(1) as u64;
         self.memory.per_run.min(self.memory.total / threads)
+    }
+
+    /// The coordinators' URLs, in the order they are tried.
+    pub fn coordinators(&self) -> Vec<String> {
+        self.coordinator
+            .split(',')
+            .map(str::trim)
+            .filter(|url| !url.is_empty())
+            .map(str::to_string)
+            .collect()
     }
 
     pub fn new(coordinator: impl Into<String>) -> WorkerConfig {
@@ -133,11 +146,22 @@ pub async fn run(
     observer: Arc<dyn ConnectionObserver>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), WorkerError> {
-    let endpoint = endpoint(&config.coordinator, &config.tls)?
-        .connect_timeout(Duration::from_secs(5))
-        .tcp_nodelay(true)
-        .http2_keep_alive_interval(Duration::from_secs(10))
-        .keep_alive_timeout(Duration::from_secs(20));
+    let urls = config.coordinators();
+    let endpoints = urls
+        .iter()
+        .map(|url| {
+            Ok(endpoint(url, &config.tls)?
+                .connect_timeout(Duration::from_secs(5))
+                .tcp_nodelay(true)
+                .http2_keep_alive_interval(Duration::from_secs(10))
+                .keep_alive_timeout(Duration::from_secs(20)))
+        })
+        .collect::<Result<Vec<_>, WorkerError>>()?;
+    if endpoints.is_empty() {
+        return Err(WorkerError::Refused("no coordinator address given".into()));
+    }
+    // The coordinator tried now (the next one after a loss).
+    let mut at = 0;
     let cache = Arc::new(Cache {
         memory_limit: config.run_memory_limit(),
         ..Cache::default()
@@ -151,7 +175,8 @@ pub async fn run(
     loop {
         let outcome = {
             let mut current = std::pin::pin!(session(
-                &endpoint,
+                &endpoints[at],
+                &urls[at],
                 &config,
                 &cache,
                 &*observer,
@@ -173,7 +198,16 @@ pub async fn run(
         match outcome {
             SessionEnd::Drained => return Ok(()),
             SessionEnd::Refused(reason) => return Err(WorkerError::Refused(reason)),
-            SessionEnd::WrongPort => return Err(WorkerError::WrongPort(config.coordinator)),
+            SessionEnd::WrongPort => return Err(WorkerError::WrongPort(urls[at].clone())),
+            // A standby answered at once: the next address may lead.
+            SessionEnd::Standby(reason) => {
+                if draining {
+                    return Ok(());
+                }
+                tracing::info!(coordinator = %urls[at], %reason, "not the leader; trying the next coordinator");
+                at = (at + 1) % urls.len();
+                backoff = config.min_backoff;
+            }
             SessionEnd::Lost { reason, was_up } => {
                 if draining {
                     return Ok(());
@@ -183,6 +217,7 @@ pub async fn run(
                 }
                 tracing::warn!(%reason, retry_in_ms = backoff.as_millis() as u64, "no connection to the coordinator");
                 metrics::counter!(metric::WORKER_RECONNECTS).increment(1);
+                at = (at + 1) % urls.len();
             }
         }
         // Jitter keeps a fleet of workers from reconnecting in lockstep.
@@ -193,6 +228,15 @@ pub async fn run(
         }
         backoff = (backoff * 2).min(config.max_backoff);
     }
+}
+
+/// Whether `status` is a standby's refusal (NOT_LEADER).
+fn is_standby(status: &tonic::Status) -> bool {
+    use tonic_types::StatusExt;
+    status.code() == tonic::Code::Unavailable
+        && status
+            .get_details_error_info()
+            .is_some_and(|info| info.reason == crate::service::status::Reason::NotLeader.as_str())
 }
 
 /// A number in [0, 1) that differs between processes and calls.
@@ -213,6 +257,8 @@ enum SessionEnd {
     WrongPort,
     /// Reconnect; `was_up` if the session got as far as a Welcome.
     Lost { reason: String, was_up: bool },
+    /// The coordinator stands by (NOT_LEADER): try the next one soon.
+    Standby(String),
 }
 
 /// A problem rebuilt from its data, or why it could not be.
@@ -333,6 +379,7 @@ fn message(kind: Out) -> pb::WorkerMessage {
 /// One connection: from Hello to its end.
 async fn session(
     endpoint: &Endpoint,
+    url: &str,
     config: &WorkerConfig,
     cache: &Arc<Cache>,
     observer: &dyn ConnectionObserver,
@@ -345,7 +392,7 @@ async fn session(
             return lost(
                 crate::service::tls_advice::with_advice(format!(
                     "cannot connect to {}: {}",
-                    config.coordinator,
+                    url,
                     error_chain(&e)
                 )),
                 false,
@@ -384,6 +431,7 @@ async fn session(
             return SessionEnd::Refused(status.message().to_string())
         }
         Err(status) if status.code() == tonic::Code::Unimplemented => return SessionEnd::WrongPort,
+        Err(status) if is_standby(&status) => return SessionEnd::Standby(status.message().into()),
         Err(status) => return lost(format!("the coordinator answered {status}"), false),
     };
     let welcome = match inbound.message().await {
@@ -395,7 +443,7 @@ async fn session(
     };
     observer.connected(true);
     metrics::gauge!(metric::WORKER_CONNECTED).set(1.0);
-    tracing::info!(coordinator = %config.coordinator, id = %welcome.worker_id, threads = config.threads, "connected");
+    tracing::info!(coordinator = %url, id = %welcome.worker_id, threads = config.threads, "connected");
     let heartbeat_every = Duration::from_millis(u64::from(welcome.heartbeat_interval_ms.max(10)));
     let mut heartbeat = tokio::time::interval(heartbeat_every);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -13,6 +13,7 @@
 //! with exactly what it had committed: nothing lost, nothing twice.
 
 pub mod codec;
+pub mod fence;
 pub mod local_postgres;
 pub mod postgres;
 pub mod sqlite;
@@ -98,6 +99,14 @@ pub enum StoreError {
     Unwritable { cause: Cause, detail: String },
     #[error("the job store: {0}")]
     Io(String),
+    /// A write of a coordinator that no longer leads (on PostgreSQL, with
+    /// several coordinators): the database refused it, as another took over
+    /// (the lease's token is `now`, this writer's `token`).
+    #[error(
+        "the job store refused a write: this coordinator no longer leads (its fencing token \
+         {token}, the lease's {}); it steps down", .now.map_or("none".to_string(), |t| t.to_string())
+    )]
+    Fenced { token: i64, now: Option<i64> },
 }
 
 impl StoreError {

@@ -23,11 +23,16 @@
 //! anyway. Connections are not encrypted (`NoTls`): keep the server on a
 //! trusted network or a local socket until TLS is added.
 //!
-//! **One coordinator.** At start the store takes a session advisory lock;
-//! a second coordinator on the same database is refused with a clear
-//! error, like the SQLite store's exclusive lock. The lock goes with the
-//! connection: a killed coordinator's lock is released when the server
-//! sees its connection close.
+//! **One writer.** Opened alone ([`PostgresStore::open`]) the store takes a
+//! session advisory lock; a second on the same database is refused with a
+//! clear error, like the SQLite store's exclusive lock. The lock goes with
+//! the connection: a killed coordinator's lock is released when the server
+//! sees its connection close. `xccd serve` opens it fenced instead
+//! ([`PostgresStore::open_fenced`]): several coordinators share the
+//! database, one leads (see `crate::service::leader`), and every write
+//! transaction first checks the leader's token against the lease row
+//! (`schema::check_fence`), so that the database refuses the writes of a
+//! coordinator that another has taken over from.
 //!
 //! **Schema.** Migrations are numbered, recorded in `schema_version`, and
 //! applied at start in one transaction under a transaction-level advisory
@@ -55,7 +60,7 @@ mod schema;
 mod session;
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -63,17 +68,17 @@ use postgres::{Client, Config};
 
 pub use self::messages::{describe, is_postgres_url, redacted};
 use self::rows::{apply_changes, changes, raw_job, read_chunks, resume_jobs, JOB_COLUMNS};
-pub use self::schema::SCHEMA_VERSION;
+use self::schema::check_fence;
+pub use self::schema::{LOCK_CLASS, SCHEMA_VERSION};
 use self::session::Session;
+use super::fence::Fence;
 use super::{
     codec, json, Cause, JobStore, NewJob, Snapshot, StoreError, StoreResult, StoredJob, Write,
 };
 use crate::run::SolutionIndices;
 use crate::service::job::JobId;
+use crate::service::metrics as metric;
 use crate::service::sync::Locked;
-
-/// The advisory locks' first key: "xccd".
-const LOCK_CLASS: i32 = 0x7863_6364;
 
 /// A call to the store's thread.
 type Call = Box<dyn FnOnce(&mut Session) + Send>;
@@ -87,12 +92,27 @@ pub struct PostgresStore {
     degraded: Mutex<Option<Cause>>,
     /// Tokens of `apply` calls (see [`Session::run`]).
     writes: AtomicI64,
+    /// The lease this store writes under, and its token, on a coordinator
+    /// among several (see [`super::fence`]); None writes unfenced, alone on
+    /// the database by the coordinator's advisory lock.
+    fence: Option<(Arc<Fence>, i64)>,
 }
 
 impl PostgresStore {
     /// Connects to the database of `url` (a `postgres://` URL), takes the
     /// coordinator's lock and brings the schema up to date.
     pub fn open(url: &str) -> StoreResult<PostgresStore> {
+        PostgresStore::open_with(url, None)
+    }
+
+    /// A store whose every write carries `token` of `fence`'s lease and is
+    /// refused once the lease has another (see [`super::fence`]). It takes
+    /// no advisory lock: the lease decides who writes.
+    pub fn open_fenced(url: &str, fence: Arc<Fence>, token: i64) -> StoreResult<PostgresStore> {
+        PostgresStore::open_with(url, Some((fence, token)))
+    }
+
+    fn open_with(url: &str, fence: Option<(Arc<Fence>, i64)>) -> StoreResult<PostgresStore> {
         let place = redacted(url);
         let mut config: Config = url.parse().map_err(|e| StoreError::Open {
             path: place.clone(),
@@ -109,6 +129,7 @@ impl PostgresStore {
             config,
             place: place.clone(),
             client: None,
+            lock: fence.is_none(),
         };
         let thread = std::thread::Builder::new()
             .name("xccd-store".into())
@@ -123,6 +144,7 @@ impl PostgresStore {
             thread: Some(thread),
             place,
             degraded: Mutex::new(None),
+            fence,
             // Tokens of this process, above those of any before it.
             writes: AtomicI64::new(
                 std::time::SystemTime::now()
@@ -167,14 +189,25 @@ impl PostgresStore {
         self.on_thread(move |session| session.run(&op))
     }
 
-    /// Records the outcome of a write, as the SQLite store does.
+    /// Records the outcome of a write, as the SQLite store does; a write
+    /// refused by the fence is counted, and this process leads no more.
     fn note<T>(&self, result: StoreResult<T>) -> StoreResult<T> {
         if let Err(error) = &result {
             if let Some(cause) = error.cause() {
                 *self.degraded.locked() = Some(cause);
             }
+            if let (StoreError::Fenced { token, .. }, Some((fence, _))) = (error, &self.fence) {
+                metrics::counter!(metric::STORE_FENCED_WRITES).increment(1);
+                tracing::error!(%error, "a write refused: another coordinator leads now");
+                fence.lose(*token, None);
+            }
         }
         result
+    }
+
+    /// The token writes carry (None: unfenced).
+    fn token(&self) -> Option<i64> {
+        self.fence.as_ref().map(|(_, token)| *token)
     }
 }
 
@@ -207,14 +240,17 @@ impl JobStore for PostgresStore {
         let request = json(&job.request);
         let problem = job.problem.clone();
         let snapshot = json(&Snapshot::fresh());
+        let fence = self.token();
         let result = self.run(move |client| {
+            let mut client = client.transaction()?;
+            check_fence(&mut client, fence)?;
             let inserted = client.execute(
                 "INSERT INTO jobs (id, request, problem, committed, written, snapshot, ended, bytes)
                  VALUES ($1, $2, $3, 0, 0, $4, NULL, 0) ON CONFLICT (id) DO NOTHING",
                 &[&id, &request, &problem, &snapshot],
             )?;
             if inserted == 1 {
-                return Ok(());
+                return Ok(client.commit()?);
             }
             // Either a retry whose first insert went through, or an id
             // already taken.
@@ -233,12 +269,15 @@ impl JobStore for PostgresStore {
     fn apply(&self, id: JobId, writes: &[Write]) -> StoreResult<u64> {
         let changes = changes(writes);
         let token = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
-        let result = self.run(move |client| apply_changes(client, id as i64, token, &changes));
+        let fence = self.token();
+        let result =
+            self.run(move |client| apply_changes(client, id as i64, token, fence, &changes));
         self.note(result)
     }
 
     fn resume(&self) -> StoreResult<Vec<StoredJob>> {
-        let result = self.run(resume_jobs);
+        let fence = self.token();
+        let result = self.run(move |client| resume_jobs(client, fence));
         self.note(result)
     }
 
@@ -300,8 +339,13 @@ impl JobStore for PostgresStore {
 
     fn delete(&self, id: JobId) -> StoreResult<bool> {
         // Its solutions go with it (ON DELETE CASCADE), in one transaction.
+        let fence = self.token();
         let result = self.run(move |client| {
-            Ok(client.execute("DELETE FROM jobs WHERE id = $1", &[&(id as i64)])? > 0)
+            let mut tx = client.transaction()?;
+            check_fence(&mut tx, fence)?;
+            let deleted = tx.execute("DELETE FROM jobs WHERE id = $1", &[&(id as i64)])? > 0;
+            tx.commit()?;
+            Ok(deleted)
         });
         let deleted = self.note(result)?;
         self.writable();

@@ -7,6 +7,8 @@
 
 use postgres::Client;
 
+use super::schema::check_fence;
+
 use crate::service::job::JobId;
 use crate::service::store::{
     as_sql, codec, json, parse, Snapshot, StoreError, StoreResult, StoredJob, StoredRequest, Write,
@@ -131,9 +133,11 @@ pub(super) fn apply_changes(
     client: &mut Client,
     id: i64,
     token: i64,
+    fence: Option<i64>,
     changes: &[Change],
 ) -> StoreResult<u64> {
     let mut tx = client.transaction()?;
+    check_fence(&mut tx, fence)?;
     let row = tx
         .query_opt(
             "SELECT committed, written, bytes, last_write FROM jobs WHERE id = $1 FOR UPDATE",
@@ -212,8 +216,9 @@ pub(super) fn apply_changes(
 
 /// Drops the solutions of every unfinished job past its snapshot, and
 /// returns the jobs.
-pub(super) fn resume_jobs(client: &mut Client) -> StoreResult<Vec<StoredJob>> {
+pub(super) fn resume_jobs(client: &mut Client, fence: Option<i64>) -> StoreResult<Vec<StoredJob>> {
     let mut tx = client.transaction()?;
+    check_fence(&mut tx, fence)?;
     let rows = tx.query(
         &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE ended IS NULL ORDER BY id FOR UPDATE"),
         &[],

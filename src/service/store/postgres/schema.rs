@@ -1,20 +1,21 @@
-//! The PostgreSQL store's schema: its numbered migrations, the version
-//! this build reads and writes, and applying what a database lacks under
-//! the migrations' lock. It must not read or write jobs.
+//! The PostgreSQL store's schema: numbered migrations, applied at start,
+//! and the fencing check every write transaction of a leader makes.
 
-use postgres::Client;
+use postgres::{Client, GenericClient};
 
-use super::LOCK_CLASS;
 use crate::service::store::{StoreError, StoreResult};
 
+/// The advisory locks' first key: "xccd".
+pub const LOCK_CLASS: i32 = 0x7863_6364;
 /// The second key of the migrations' transaction lock.
 const MIGRATION_LOCK: i32 = 2;
 
 /// The migrations, in order: `(version, statements)`. A migration once
 /// released is never changed; a change of schema is a new one.
-const MIGRATIONS: &[(i32, &str)] = &[(
-    1,
-    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+pub(super) const MIGRATIONS: &[(i32, &str)] = &[
+    (
+        1,
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
      CREATE TABLE jobs (
          id BIGINT PRIMARY KEY,
          request TEXT NOT NULL,
@@ -31,7 +32,19 @@ const MIGRATIONS: &[(i32, &str)] = &[(
          count BIGINT NOT NULL,
          data BYTEA NOT NULL,
          PRIMARY KEY (job, first));",
-)];
+    ),
+    // Several coordinators, one leader (see crate::service::leader): the
+    // lease, one row, and its fencing token.
+    (
+        2,
+        "CREATE TABLE leader (
+             id INTEGER PRIMARY KEY CHECK (id = 1),
+             holder TEXT NOT NULL,
+             token BIGINT NOT NULL,
+             expires_at TIMESTAMPTZ NOT NULL,
+             locked BOOLEAN NOT NULL DEFAULT false);",
+    ),
+];
 
 /// The schema version this build reads and writes.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS[MIGRATIONS.len() - 1].0;
@@ -88,6 +101,23 @@ pub(super) fn migrate(client: &mut Client) -> StoreResult<()> {
     }
     tx.commit()?;
     Ok(())
+}
+
+/// Refuses a write transaction unless `token` (a fenced store's, None for
+/// an unfenced one) still holds the lease: the row is locked FOR SHARE, so
+/// a takeover (an UPDATE of it) waits for the writes that checked it, and
+/// every write after the takeover sees the new token.
+pub(super) fn check_fence(tx: &mut impl GenericClient, token: Option<i64>) -> StoreResult<()> {
+    let Some(mine) = token else {
+        return Ok(());
+    };
+    let now: Option<i64> = tx
+        .query_opt("SELECT token FROM leader WHERE id = 1 FOR SHARE", &[])?
+        .map(|row| row.get(0));
+    if now == Some(mine) {
+        return Ok(());
+    }
+    Err(StoreError::Fenced { token: mine, now })
 }
 
 #[cfg(test)]

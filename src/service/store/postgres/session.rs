@@ -25,6 +25,8 @@ pub(super) struct Session {
     pub(super) config: Config,
     pub(super) place: String,
     pub(super) client: Option<Client>,
+    /// Takes the coordinator's advisory lock (an unfenced store).
+    pub(super) lock: bool,
 }
 
 impl Session {
@@ -60,24 +62,25 @@ impl Session {
             }
         };
         let start = Instant::now();
-        loop {
-            let locked: bool = client
+        // A fenced store writes under the lease's token instead.
+        let mut locked = !self.lock;
+        while !locked {
+            locked = client
                 .query_one(
                     "SELECT pg_try_advisory_lock($1, $2)",
                     &[&LOCK_CLASS, &COORDINATOR_LOCK],
                 )?
                 .get(0);
-            if locked {
-                break;
-            }
-            if start.elapsed() >= LOCK_WAIT {
+            if !locked && start.elapsed() >= LOCK_WAIT {
                 return Err(self.open_error(
-                    "another xccd coordinator uses this database (only one may, for now); stop \
-                     it or give this one its own database"
+                    "another xccd coordinator uses this database (opened alone, without the \
+                     leadership of `xccd serve`); stop it or give this one its own database"
                         .into(),
                 ));
             }
-            std::thread::sleep(Duration::from_millis(100));
+            if !locked {
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
         migrate(&mut client).map_err(|e| match e {
             StoreError::Io(message) => self.open_error(message),
