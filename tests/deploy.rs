@@ -1719,11 +1719,11 @@ fn the_readme_certificates_name_the_services() {
 #[test]
 fn the_readme_explains_durable_jobs() {
     let readme = std::fs::read_to_string(root().join("deploy/k8s/README.md")).unwrap();
-    let at = readme
-        .find("\n## Durable jobs\n")
-        .expect("deploy/k8s/README.md: no section \"Durable jobs\"");
-    let rest = &readme[at + 1..];
-    let section = &rest[..rest.find("\n## ").map_or(rest.len(), |end| end + 1)];
+    let (at, section) = readme_section(&readme, "Durable jobs");
+    assert!(
+        at.is_some(),
+        "deploy/k8s/README.md: no section \"Durable jobs\""
+    );
     for text in [
         "StatefulSet",
         "PersistentVolumeClaim",
@@ -1738,12 +1738,64 @@ fn the_readme_explains_durable_jobs() {
     ] {
         assert!(section.contains(text), "Durable jobs: no {text:?}");
     }
-    // The coordinator is no Deployment any more.
+    // The base's coordinator is no Deployment any more: only overlays/postgres's is.
+    let (before, postgres) = readme_section(&readme, "Coordinators on PostgreSQL");
+    let others = readme.replacen(postgres, "", 1);
     assert!(
-        !readme.contains("deployment/xccd-coordinator")
-            && !readme.contains("Deployment `xccd-coordinator`"),
-        "deploy/k8s/README.md still names the coordinator's Deployment"
+        before.is_some()
+            && !others.contains("deployment/xccd-coordinator")
+            && !others.contains("Deployment `xccd-coordinator`"),
+        "deploy/k8s/README.md still names the coordinator's Deployment outside the section on \
+         overlays/postgres"
     );
+}
+
+/// The section of the README under the heading `## HEADING`, up to the next `## `: (where it
+/// starts, if it is there; its text, "" when it is not).
+fn readme_section<'a>(readme: &'a str, heading: &str) -> (Option<usize>, &'a str) {
+    let Some(at) = readme.find(&format!("\n## {heading}\n")) else {
+        return (None, "");
+    };
+    let rest = &readme[at + 1..];
+    let end = rest.find("\n## ").map_or(rest.len(), |end| end + 1);
+    (Some(at + 1), &rest[..end])
+}
+
+/// deploy/k8s/README.md says how to use overlays/postgres: its Secret and key, the readiness
+/// that routes to the leader, why updates may stop every old pod, what survives what, and what
+/// a PostgreSQL for production needs (replication, backups, point-in-time recovery) and which
+/// operators provide it.
+#[test]
+fn the_readme_explains_the_postgres_overlay() {
+    let readme = std::fs::read_to_string(root().join("deploy/k8s/README.md")).unwrap();
+    let (at, section) = readme_section(&readme, "Coordinators on PostgreSQL");
+    assert!(
+        at.is_some(),
+        "deploy/k8s/README.md: no section on overlays/postgres"
+    );
+    for text in [
+        "kubectl apply -k deploy/k8s/overlays/postgres",
+        &format!("kubectl create secret generic {}", STORE_SECRET.0),
+        &format!("key `{}`", STORE_SECRET.1),
+        "Deployment `xccd-coordinator`",
+        "NOT_LEADER",
+        "SERVING",
+        "maxUnavailable: 100%",
+        "kubectl rollout status",
+        "What survives what",
+        "synchronous",
+        "point-in-time recovery",
+        "backups",
+        "CloudNativePG",
+        "Crunchy PGO",
+        "Zalando postgres-operator",
+        "tests/partition.rs",
+    ] {
+        assert!(
+            section.contains(text),
+            "Coordinators on PostgreSQL: no {text:?}"
+        );
+    }
 }
 
 /// A YAML text without its comment lines.
