@@ -143,7 +143,8 @@ impl Drop for Namespace {
 }
 
 /// Deletes the namespaces (and so their pairs) of runs whose process has
-/// gone: an aborted run's guard never ran.
+/// gone: an aborted run's guard never ran. Called before this run makes
+/// its own.
 fn remove_stale() {
     let Ok(output) = Command::new("ip").args(["netns", "list"]).output() else {
         return;
@@ -155,7 +156,11 @@ fn remove_stale() {
         let Some(pid) = name.strip_prefix(PREFIX) else {
             continue;
         };
-        if pid.parse::<u32>().is_ok() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        // This run's own name too: left by an aborted run of the same pid.
+        let gone = pid.parse::<u32>().is_ok_and(|pid| {
+            pid == std::process::id() || !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        });
+        if gone {
             eprintln!("deleting {name}, left by an aborted run");
             let _ = ip(&["link", "del", &format!("xccdp{pid}")]);
             let _ = ip(&["netns", "del", name]);
