@@ -1719,46 +1719,50 @@ fn the_readme_certificates_name_the_services() {
 #[test]
 fn the_readme_explains_durable_jobs() {
     let readme = std::fs::read_to_string(root().join("deploy/k8s/README.md")).unwrap();
-    let (at, section) = readme_section(&readme, "Durable jobs");
-    assert!(
-        at.is_some(),
-        "deploy/k8s/README.md: no section \"Durable jobs\""
+    assert_mentions(
+        &readme,
+        "Durable jobs",
+        &[
+            "StatefulSet",
+            "PersistentVolumeClaim",
+            "CreateJob",
+            "kubectl rollout restart statefulset/xccd-coordinator",
+            "replicas: 1",
+            "locked",
+            "`Solve` and `Enumerate`",
+            "--max-store-bytes",
+            DATA_DIR,
+            "sqlite3 /var/lib/xccd/jobs.sqlite \".backup /tmp/x\"",
+        ],
     );
-    for text in [
-        "StatefulSet",
-        "PersistentVolumeClaim",
-        "CreateJob",
-        "kubectl rollout restart statefulset/xccd-coordinator",
-        "replicas: 1",
-        "locked",
-        "`Solve` and `Enumerate`",
-        "--max-store-bytes",
-        DATA_DIR,
-        "sqlite3 /var/lib/xccd/jobs.sqlite \".backup /tmp/x\"",
-    ] {
-        assert!(section.contains(text), "Durable jobs: no {text:?}");
-    }
     // The base's coordinator is no Deployment any more: only overlays/postgres's is.
-    let (before, postgres) = readme_section(&readme, "Coordinators on PostgreSQL");
-    let others = readme.replacen(postgres, "", 1);
+    let others = readme.replacen(readme_section(&readme, POSTGRES_SECTION), "", 1);
     assert!(
-        before.is_some()
-            && !others.contains("deployment/xccd-coordinator")
+        !others.contains("deployment/xccd-coordinator")
             && !others.contains("Deployment `xccd-coordinator`"),
         "deploy/k8s/README.md still names the coordinator's Deployment outside the section on \
          overlays/postgres"
     );
 }
 
-/// The section of the README under the heading `## HEADING`, up to the next `## `: (where it
-/// starts, if it is there; its text, "" when it is not).
-fn readme_section<'a>(readme: &'a str, heading: &str) -> (Option<usize>, &'a str) {
-    let Some(at) = readme.find(&format!("\n## {heading}\n")) else {
-        return (None, "");
-    };
+/// The heading of deploy/k8s/README.md's section on overlays/postgres.
+const POSTGRES_SECTION: &str = "Coordinators on PostgreSQL";
+
+/// The section of the README under the heading `## HEADING`, up to the next `## `.
+fn readme_section<'a>(readme: &'a str, heading: &str) -> &'a str {
+    let at = readme
+        .find(&format!("\n## {heading}\n"))
+        .unwrap_or_else(|| panic!("deploy/k8s/README.md: no section \"{heading}\""));
     let rest = &readme[at + 1..];
-    let end = rest.find("\n## ").map_or(rest.len(), |end| end + 1);
-    (Some(at + 1), &rest[..end])
+    &rest[..rest.find("\n## ").map_or(rest.len(), |end| end + 1)]
+}
+
+/// The README's section `heading` holds each of `texts`.
+fn assert_mentions(readme: &str, heading: &str, texts: &[&str]) {
+    let section = readme_section(readme, heading);
+    for text in texts {
+        assert!(section.contains(text), "{heading}: no {text:?}");
+    }
 }
 
 /// deploy/k8s/README.md says how to use overlays/postgres: its Secret and key, the readiness
@@ -1768,34 +1772,28 @@ fn readme_section<'a>(readme: &'a str, heading: &str) -> (Option<usize>, &'a str
 #[test]
 fn the_readme_explains_the_postgres_overlay() {
     let readme = std::fs::read_to_string(root().join("deploy/k8s/README.md")).unwrap();
-    let (at, section) = readme_section(&readme, "Coordinators on PostgreSQL");
-    assert!(
-        at.is_some(),
-        "deploy/k8s/README.md: no section on overlays/postgres"
+    assert_mentions(
+        &readme,
+        POSTGRES_SECTION,
+        &[
+            "kubectl apply -k deploy/k8s/overlays/postgres",
+            &format!("kubectl create secret generic {}", STORE_SECRET.0),
+            &format!("key `{}`", STORE_SECRET.1),
+            "Deployment `xccd-coordinator`",
+            "NOT_LEADER",
+            "SERVING",
+            "maxUnavailable: 100%",
+            "kubectl rollout status",
+            "What survives what",
+            "synchronous",
+            "point-in-time recovery",
+            "backups",
+            "CloudNativePG",
+            "Crunchy PGO",
+            "Zalando postgres-operator",
+            "tests/partition.rs",
+        ],
     );
-    for text in [
-        "kubectl apply -k deploy/k8s/overlays/postgres",
-        &format!("kubectl create secret generic {}", STORE_SECRET.0),
-        &format!("key `{}`", STORE_SECRET.1),
-        "Deployment `xccd-coordinator`",
-        "NOT_LEADER",
-        "SERVING",
-        "maxUnavailable: 100%",
-        "kubectl rollout status",
-        "What survives what",
-        "synchronous",
-        "point-in-time recovery",
-        "backups",
-        "CloudNativePG",
-        "Crunchy PGO",
-        "Zalando postgres-operator",
-        "tests/partition.rs",
-    ] {
-        assert!(
-            section.contains(text),
-            "Coordinators on PostgreSQL: no {text:?}"
-        );
-    }
 }
 
 /// A YAML text without its comment lines.
