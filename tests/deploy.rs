@@ -33,6 +33,14 @@ const TLS: &str = "deploy/k8s/overlays/tls";
 /// The TLS overlay with the workers' client certificates (mutual TLS on the workers' listener).
 const MTLS: &str = "deploy/k8s/overlays/mtls";
 
+/// Two coordinators on a PostgreSQL job store (a Deployment, no volume), the workers as in
+/// the base.
+const POSTGRES: &str = "deploy/k8s/overlays/postgres";
+
+/// The Secret that holds the PostgreSQL URL of overlays/postgres, and its key (the key
+/// CloudNativePG and Crunchy PGO write an application user's URL under).
+const STORE_SECRET: (&str, &str) = ("xccd-postgres", "uri");
+
 /// The objects of the base and of each overlay, as (kind, name). No Secret: the operator makes
 /// them (deploy/k8s/README.md), so that no token or key is in the repository.
 const OBJECTS: [(&str, &str); 8] = [
@@ -609,25 +617,30 @@ fn assert_data_dir(coordinator: &str, what: &str) {
     assert_eq!(value(&tmpdir, "value"), Some(data_dir.as_str()), "{what}");
 }
 
-/// The container's variable XCCD_WORKER_TOKEN comes from the token's Secret, never a value.
-fn assert_token_from_secret(deployment: &str, what: &str) {
-    let token = env(deployment, "XCCD_WORKER_TOKEN", what)
-        .unwrap_or_else(|| panic!("{what}: no XCCD_WORKER_TOKEN in its env"));
+/// The container's variable `var` comes from key `secret.1` of the Secret `secret.0`, never a
+/// value, and not optionally (without it the pod must not start).
+fn assert_env_from_secret(deployment: &str, var: &str, secret: (&str, &str), what: &str) {
+    let item = env(deployment, var, what).unwrap_or_else(|| panic!("{what}: no {var} in its env"));
     assert_eq!(
-        own(&token),
-        ["name: XCCD_WORKER_TOKEN", "valueFrom:"],
-        "{what}: XCCD_WORKER_TOKEN must come from a Secret, not a value:\n{token}"
+        own(&item),
+        [format!("name: {var}").as_str(), "valueFrom:"],
+        "{what}: {var} must come from a Secret, not a value:\n{item}"
     );
-    let reference = field(&field(&token, "valueFrom").unwrap(), "secretKeyRef")
-        .unwrap_or_else(|| panic!("{what}: XCCD_WORKER_TOKEN is not a secretKeyRef:\n{token}"));
+    let reference = field(&field(&item, "valueFrom").unwrap(), "secretKeyRef")
+        .unwrap_or_else(|| panic!("{what}: {var} is not a secretKeyRef:\n{item}"));
     assert_eq!(
         own(&reference),
         [
-            format!("key: {}", TOKEN_SECRET.1).as_str(),
-            format!("name: {}", TOKEN_SECRET.0).as_str()
+            format!("key: {}", secret.1).as_str(),
+            format!("name: {}", secret.0).as_str()
         ],
-        "{what}: XCCD_WORKER_TOKEN (not optional: without it the pod must not start)"
+        "{what}: {var} (not optional: without it the pod must not start)"
     );
+}
+
+/// The container's variable XCCD_WORKER_TOKEN comes from the token's Secret, never a value.
+fn assert_token_from_secret(deployment: &str, what: &str) {
+    assert_env_from_secret(deployment, "XCCD_WORKER_TOKEN", TOKEN_SECRET, what);
     // Nor through a file: one way only, or xccd refuses to start.
     assert!(
         env(deployment, "XCCD_WORKER_TOKEN_FILE", what).is_none()
@@ -1406,12 +1419,200 @@ fn the_mtls_overlay_adds_the_workers_client_certificates() {
     assert!(!coordinator.contains("xccd-worker-tls"));
 }
 
+/// overlays/postgres: the base's StatefulSet and its headless Service give way to a Deployment
+/// of two coordinators without a volume, on the PostgreSQL database of the Secret
+/// xccd-postgres, each advertising its pod's IP, ready only while it leads (the gRPC health
+/// check) and alive over TCP (a standby is NOT_SERVING); every old pod may go at once in an
+/// update (the new ones cannot be ready while an old one leads). The workers, the Services
+/// and the network policy are the base's, unchanged; the workers' autoscaler keeps its CPU
+/// metric only (the queue metric is that of the pod xccd-coordinator-0).
+#[test]
+fn the_postgres_overlay_runs_two_coordinators_on_the_database() {
+    let (Some(base), Some(yaml)) = (render(BASE), render(POSTGRES)) else {
+        return;
+    };
+    let (docs, base_docs) = (documents(&yaml), documents(&base));
+    let dir = POSTGRES;
+    let coordinator = object(&docs, "Deployment", COORDINATOR.1);
+    let what = format!("{dir}: coordinator");
+    let what = what.as_str();
+
+    // The objects: the base's but the StatefulSet and its governing Service, and the Deployment.
+    let mut kinds: Vec<String> = docs
+        .iter()
+        .map(|d| {
+            let kind = d.lines().find_map(|l| l.strip_prefix("kind: ")).unwrap();
+            let metadata = field(d, "metadata").unwrap();
+            let name = own(&metadata)
+                .iter()
+                .find_map(|l| l.strip_prefix("name: "))
+                .unwrap()
+                .to_string();
+            format!("{kind} {name}")
+        })
+        .collect();
+    kinds.sort();
+    let mut wanted: Vec<String> = OBJECTS
+        .iter()
+        .filter(|(kind, name)| *kind != COORDINATOR.0 && *name != HEADLESS_SERVICE)
+        .map(|(kind, name)| format!("{kind} {name}"))
+        .chain([format!("Deployment {}", COORDINATOR.1)])
+        .collect();
+    wanted.sort();
+    assert_eq!(kinds, wanted, "{dir}: the objects (no Secret either)");
+    for doc in &docs {
+        assert!(
+            entries(&section(doc, "labels")).contains(&"app.kubernetes.io/name: xccd"),
+            "{dir}: {doc}"
+        );
+    }
+
+    // Unchanged: the workers, their budget, the Services and the network policy.
+    for (kind, name) in OBJECTS.iter().filter(|(kind, name)| {
+        ![COORDINATOR.0, "HorizontalPodAutoscaler"].contains(kind) && *name != HEADLESS_SERVICE
+    }) {
+        assert_eq!(
+            object(&docs, kind, name),
+            object(&base_docs, kind, name),
+            "{dir}: {kind} {name} differs from the base's"
+        );
+    }
+    let hpa = object(&docs, "HorizontalPodAutoscaler", "xccd-worker");
+    let metrics = sequence(&section(hpa, "metrics"));
+    assert_eq!(metrics.len(), 1, "{dir}: {metrics:?}");
+    assert!(own(&metrics[0]).contains(&"type: Resource"), "{dir}: {hpa}");
+    assert!(!hpa.contains("xccd-coordinator-0"), "{dir}: {hpa}");
+
+    // Two coordinators, no volume: the store is the database.
+    let spec = field(coordinator, "spec").expect("a spec");
+    assert_eq!(
+        own(&spec).iter().find_map(|l| l.strip_prefix("replicas: ")),
+        Some("2"),
+        "{what}: a leader and a standby"
+    );
+    assert!(
+        block(coordinator, "volumes").is_none()
+            && block(coordinator, "volumeMounts").is_none()
+            && claim_templates(coordinator).is_empty(),
+        "{what}: a volume"
+    );
+    let strategy = field(&spec, "strategy").expect("a strategy");
+    assert_eq!(value(&strategy, "type"), Some("RollingUpdate"), "{what}");
+    assert_eq!(
+        value(&strategy, "maxUnavailable"),
+        Some("100%"),
+        "{what}: an update that keeps an old pod until a new one is ready never ends"
+    );
+    let coordinator_args = args(coordinator, what);
+    assert_eq!(
+        coordinator_args,
+        [
+            "serve",
+            "--listen",
+            "0.0.0.0:50051",
+            "--metrics-listen",
+            "0.0.0.0:9090",
+            "--threads",
+            "0",
+            "--worker-listen",
+            "0.0.0.0:50052",
+        ],
+        "{what}: no --data-dir, and no --store (its URL holds the password: from the Secret)"
+    );
+    // The variables are serve's own.
+    let serve = std::fs::read_to_string(root().join("src/cli/serve.rs")).unwrap();
+    for var in ["XCCD_STORE_URL", "XCCD_ADVERTISE"] {
+        assert!(
+            serve.contains(&format!("env = \"{var}\"")),
+            "src/cli/serve.rs reads no {var}"
+        );
+    }
+    assert_env_from_secret(coordinator, "XCCD_STORE_URL", STORE_SECRET, what);
+    assert_token_from_secret(coordinator, what);
+    // Its pod's IP, defined before the variable that refers to it.
+    let advertise = env(coordinator, "XCCD_ADVERTISE", what).expect("XCCD_ADVERTISE");
+    assert_eq!(
+        value(&advertise, "value"),
+        Some("$(POD_IP):50051"),
+        "{what}"
+    );
+    let pod_ip = env(coordinator, "POD_IP", what).expect("POD_IP");
+    assert_eq!(value(&pod_ip, "fieldPath"), Some("status.podIP"), "{what}");
+    let env_block = section(&container(coordinator, what), "env");
+    assert!(
+        env_block.find("name: POD_IP") < env_block.find("name: XCCD_ADVERTISE"),
+        "{what}: POD_IP after XCCD_ADVERTISE is not expanded"
+    );
+    assert_eq!(container_port(coordinator, "grpc", what), "50051");
+    assert_eq!(container_port(coordinator, "metrics", what), "9090");
+    assert_eq!(container_port(coordinator, "workers", what), "50052");
+    assert_locked_down(coordinator, what);
+    assert_scraped(coordinator, "9090", what);
+    let grace: u32 = value(coordinator, "terminationGracePeriodSeconds")
+        .expect("terminationGracePeriodSeconds")
+        .parse()
+        .unwrap();
+    assert!(grace >= 60, "{what}: terminationGracePeriodSeconds {grace}");
+    // Spread over the nodes, where there are several.
+    let anti = section(coordinator, "podAntiAffinity");
+    assert_eq!(
+        value(&anti, "topologyKey"),
+        Some("kubernetes.io/hostname"),
+        "{what}: {anti}"
+    );
+
+    // Ready on the leader only: the gRPC health of the API's overall service; started and
+    // alive over TCP, which a standby answers too.
+    for (probe, kind) in [
+        ("readinessProbe", "grpc"),
+        ("startupProbe", "tcpSocket"),
+        ("livenessProbe", "tcpSocket"),
+    ] {
+        let probe_block = section(coordinator, probe);
+        let check = block(&probe_block, kind)
+            .unwrap_or_else(|| panic!("{what}: {probe} is not a {kind} probe:\n{probe_block}"));
+        assert_eq!(
+            value(&check.join("\n"), "port"),
+            Some("50051"),
+            "{what}: {probe}"
+        );
+        let others = ["grpc", "tcpSocket", "exec", "httpGet"];
+        assert!(
+            others
+                .iter()
+                .all(|other| *other == kind || block(&probe_block, other).is_none()),
+            "{what}: {probe}:\n{probe_block}"
+        );
+        assert!(value(&probe_block, "service").is_none(), "{what}: {probe}");
+    }
+
+    // The Services and the policy select the Deployment's pods (they are the base's).
+    let template_labels = section(&section(coordinator, "template"), "labels");
+    assert_selects(
+        &section(&section(coordinator, "selector"), "matchLabels"),
+        &template_labels,
+        "coordinator Deployment",
+    );
+    for service in ["xccd-coordinator", "xccd-coordinator-workers"] {
+        assert_selects(
+            &section(object(&docs, "Service", service), "selector"),
+            &template_labels,
+            service,
+        );
+    }
+    let worker = object(&docs, "Deployment", "xccd-worker");
+    assert_eq!(
+        arg(&args(worker, "worker"), "--coordinator", "worker"),
+        "http://xccd-coordinator-workers:50052"
+    );
+}
+
 #[test]
 fn manifests_validate_against_the_kubernetes_schemas() {
     let Some(tool) = kubernetes_validate() else {
         return;
     };
-    for dir in [BASE, TLS, MTLS] {
+    for dir in [BASE, TLS, MTLS, POSTGRES] {
         let Some(yaml) = render(dir) else { return };
         let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("{}-rendered.yaml", dir.replace('/', "-")));
@@ -1419,7 +1620,7 @@ fn manifests_validate_against_the_kubernetes_schemas() {
         let passed = validate(&tool, &path).unwrap_or_else(|e| panic!("{dir}: {e}"));
         assert_eq!(
             passed,
-            OBJECTS.len() * KUBERNETES_VERSIONS.len(),
+            documents(&yaml).len() * KUBERNETES_VERSIONS.len(),
             "{dir}: every object validated against every version"
         );
     }
@@ -1518,30 +1719,80 @@ fn the_readme_certificates_name_the_services() {
 #[test]
 fn the_readme_explains_durable_jobs() {
     let readme = std::fs::read_to_string(root().join("deploy/k8s/README.md")).unwrap();
-    let at = readme
-        .find("\n## Durable jobs\n")
-        .expect("deploy/k8s/README.md: no section \"Durable jobs\"");
-    let rest = &readme[at + 1..];
-    let section = &rest[..rest.find("\n## ").map_or(rest.len(), |end| end + 1)];
-    for text in [
-        "StatefulSet",
-        "PersistentVolumeClaim",
-        "CreateJob",
-        "kubectl rollout restart statefulset/xccd-coordinator",
-        "replicas: 1",
-        "locked",
-        "`Solve` and `Enumerate`",
-        "--max-store-bytes",
-        DATA_DIR,
-        "sqlite3 /var/lib/xccd/jobs.sqlite \".backup /tmp/x\"",
-    ] {
-        assert!(section.contains(text), "Durable jobs: no {text:?}");
-    }
-    // The coordinator is no Deployment any more.
+    assert_mentions(
+        &readme,
+        "Durable jobs",
+        &[
+            "StatefulSet",
+            "PersistentVolumeClaim",
+            "CreateJob",
+            "kubectl rollout restart statefulset/xccd-coordinator",
+            "replicas: 1",
+            "locked",
+            "`Solve` and `Enumerate`",
+            "--max-store-bytes",
+            DATA_DIR,
+            "sqlite3 /var/lib/xccd/jobs.sqlite \".backup /tmp/x\"",
+        ],
+    );
+    // The base's coordinator is no Deployment any more: only overlays/postgres's is.
+    let others = readme.replacen(readme_section(&readme, POSTGRES_SECTION), "", 1);
     assert!(
-        !readme.contains("deployment/xccd-coordinator")
-            && !readme.contains("Deployment `xccd-coordinator`"),
-        "deploy/k8s/README.md still names the coordinator's Deployment"
+        !others.contains("deployment/xccd-coordinator")
+            && !others.contains("Deployment `xccd-coordinator`"),
+        "deploy/k8s/README.md still names the coordinator's Deployment outside the section on \
+         overlays/postgres"
+    );
+}
+
+/// The heading of deploy/k8s/README.md's section on overlays/postgres.
+const POSTGRES_SECTION: &str = "Coordinators on PostgreSQL";
+
+/// The section of the README under the heading `## HEADING`, up to the next `## `.
+fn readme_section<'a>(readme: &'a str, heading: &str) -> &'a str {
+    let at = readme
+        .find(&format!("\n## {heading}\n"))
+        .unwrap_or_else(|| panic!("deploy/k8s/README.md: no section \"{heading}\""));
+    let rest = &readme[at + 1..];
+    &rest[..rest.find("\n## ").map_or(rest.len(), |end| end + 1)]
+}
+
+/// The README's section `heading` holds each of `texts`.
+fn assert_mentions(readme: &str, heading: &str, texts: &[&str]) {
+    let section = readme_section(readme, heading);
+    for text in texts {
+        assert!(section.contains(text), "{heading}: no {text:?}");
+    }
+}
+
+/// deploy/k8s/README.md says how to use overlays/postgres: its Secret and key, the readiness
+/// that routes to the leader, why updates may stop every old pod, what survives what, and what
+/// a PostgreSQL for production needs (replication, backups, point-in-time recovery) and which
+/// operators provide it.
+#[test]
+fn the_readme_explains_the_postgres_overlay() {
+    let readme = std::fs::read_to_string(root().join("deploy/k8s/README.md")).unwrap();
+    assert_mentions(
+        &readme,
+        POSTGRES_SECTION,
+        &[
+            "kubectl apply -k deploy/k8s/overlays/postgres",
+            &format!("kubectl create secret generic {}", STORE_SECRET.0),
+            &format!("key `{}`", STORE_SECRET.1),
+            "Deployment `xccd-coordinator`",
+            "NOT_LEADER",
+            "SERVING",
+            "maxUnavailable: 100%",
+            "kubectl rollout status",
+            "What survives what",
+            "synchronous",
+            "point-in-time recovery",
+            "backups",
+            "CloudNativePG",
+            "Crunchy PGO",
+            "Zalando postgres-operator",
+            "tests/partition.rs",
+        ],
     );
 }
 

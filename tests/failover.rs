@@ -15,206 +15,17 @@
 
 mod common;
 
-use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use common::queens::queens_dlx;
-use common::rng::{seed, Rng};
-use common::service::{
-    create_job, dlx, free_port, reason_of, xccd_with_token, Client, Log, Process,
+use common::coordinators::{
+    check_queens, finished_exact, get, leader_client, placement, submit_queens, workers,
+    Coordinator, QUEENS,
 };
+use common::rng::{seed, Rng};
+use common::service::{reason_of, Client, Process};
 use tonic_health::pb::health_check_response::ServingStatus;
-use tonic_health::pb::health_client::HealthClient;
-use tonic_health::pb::HealthCheckRequest;
 use xccd::service::proto as pb;
-
-const TOKEN: &str = "failover-test-worker-token";
-
-/// Solutions of n queens, n = 0..=15.
-const QUEENS: [u64; 16] = [
-    1, 1, 0, 0, 2, 10, 4, 40, 92, 352, 724, 2680, 14200, 73712, 365596, 2279184,
-];
-
-/// One coordinator: its addresses and, while it runs, its process.
-struct Coordinator {
-    name: &'static str,
-    api: SocketAddr,
-    workers: SocketAddr,
-    metrics: SocketAddr,
-    url: String,
-    process: Option<Process>,
-}
-
-impl Coordinator {
-    fn new(name: &'static str, url: &str) -> Coordinator {
-        Coordinator {
-            name,
-            api: free_port(),
-            workers: free_port(),
-            metrics: free_port(),
-            url: url.to_string(),
-            process: None,
-        }
-    }
-
-    /// Starts it (again), its log appended to `failover-NAME.log`.
-    fn start(&mut self) {
-        let mut command = xccd_with_token(TOKEN);
-        command.args([
-            "serve",
-            "--listen",
-            &self.api.to_string(),
-            "--worker-listen",
-            &self.workers.to_string(),
-            "--metrics-listen",
-            &self.metrics.to_string(),
-            "--threads",
-            "0",
-            "--store",
-            &self.url,
-            "--snapshot-interval",
-            "0.2",
-            "--advertise",
-            &self.api.to_string(),
-        ]);
-        self.process = Some(Process::start(
-            command,
-            Log::Append(format!("failover-{}.log", self.name)),
-        ));
-    }
-
-    fn process(&mut self) -> &mut Process {
-        self.process.as_mut().expect("it runs")
-    }
-
-    /// Its gRPC health ("" service), or None when it does not answer.
-    async fn health(&self) -> Option<ServingStatus> {
-        let channel = tonic::transport::Channel::from_shared(format!("http://{}", self.api))
-            .unwrap()
-            .connect_timeout(Duration::from_millis(500))
-            .timeout(Duration::from_secs(2))
-            .connect()
-            .await
-            .ok()?;
-        let answer = HealthClient::new(channel)
-            .check(HealthCheckRequest {
-                service: String::new(),
-            })
-            .await
-            .ok()?;
-        Some(answer.into_inner().status())
-    }
-
-    /// Waits until its health is `status`; how long that took.
-    async fn wait_health(&mut self, status: ServingStatus, limit: Duration) -> Duration {
-        let start = Instant::now();
-        loop {
-            self.process().assert_running();
-            if self.health().await == Some(status) {
-                return start.elapsed();
-            }
-            let name = self.name;
-            assert!(
-                start.elapsed() < limit,
-                "{name} is not {status:?} within {limit:?}; {}",
-                self.process().log_name()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    async fn client(&self) -> Option<Client> {
-        let channel = tonic::transport::Channel::from_shared(format!("http://{}", self.api))
-            .unwrap()
-            .connect_timeout(Duration::from_millis(500))
-            .connect()
-            .await
-            .ok()?;
-        Some(Client::new(channel).max_decoding_message_size(64 << 20))
-    }
-
-    /// A counter of its metrics page (0 when absent).
-    async fn counter(&self, name: &str) -> f64 {
-        let Ok(mut tcp) = tokio::net::TcpStream::connect(self.metrics).await else {
-            return 0.0;
-        };
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let request = format!("GET /metrics HTTP/1.0\r\nHost: {}\r\n\r\n", self.metrics);
-        if tcp.write_all(request.as_bytes()).await.is_err() {
-            return 0.0;
-        }
-        let mut page = String::new();
-        let _ = tcp.read_to_string(&mut page).await;
-        page.lines()
-            .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
-            .unwrap_or(0.0)
-    }
-}
-
-/// A client of whichever coordinator leads (tried in turn, for `limit`).
-async fn leader_client(coordinators: &[Coordinator], limit: Duration) -> (usize, Client) {
-    let start = Instant::now();
-    loop {
-        for (i, c) in coordinators.iter().enumerate() {
-            if c.health().await == Some(ServingStatus::Serving) {
-                if let Some(client) = c.client().await {
-                    return (i, client);
-                }
-            }
-        }
-        assert!(
-            start.elapsed() < limit,
-            "no coordinator leads within {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// GetJob on whichever leads.
-async fn get(coordinators: &[Coordinator], job: &str) -> pb::Job {
-    loop {
-        let (_, mut client) = leader_client(coordinators, Duration::from_secs(60)).await;
-        let request = pb::GetJobRequest {
-            name: job.to_string(),
-            max_solutions: 1,
-        };
-        match client.get_job(request).await {
-            Ok(answer) => return answer.into_inner().job.expect("a job"),
-            Err(status) if status.code() == tonic::Code::Unavailable => {
-                tokio::time::sleep(Duration::from_millis(50)).await
-            }
-            Err(status) => panic!("GetJob: {status:?}"),
-        }
-    }
-}
-
-/// Every stored solution of `job`, in pages, from whichever leads.
-async fn read_all(coordinators: &[Coordinator], job: &str, n: usize) -> Vec<u64> {
-    let (_, mut client) = leader_client(coordinators, Duration::from_secs(60)).await;
-    let mut out = Vec::new();
-    let mut token = String::new();
-    loop {
-        let page = client
-            .list_job_solutions(pb::ListJobSolutionsRequest {
-                name: job.to_string(),
-                page_size: 50_000,
-                page_token: token.clone(),
-                include_option_text: false,
-                packed_solutions: true,
-            })
-            .await
-            .expect("ListJobSolutions")
-            .into_inner();
-        assert_eq!(page.first_index, out.len() as u64);
-        let page_solutions = common::packed::unpack(&page.packed.expect("a packed page"));
-        out.extend(page_solutions.iter().map(|s| placement(n, s)));
-        if page.next_page_token.is_empty() {
-            return out;
-        }
-        token = page.next_page_token;
-    }
-}
 
 /// Watches `job` with WatchJob from the solutions seen so far on, through
 /// every failover, until its summary says it is complete: the solutions in
@@ -285,42 +96,6 @@ async fn watch(apis: Vec<SocketAddr>, job: String, n: usize) -> Vec<u64> {
     }
 }
 
-/// A solution of n queens as its columns row by row, 4 bits each; fails
-/// the test unless it is a valid placement.
-fn placement(n: usize, solution: &[u32]) -> u64 {
-    // Option k places a queen on row k / n, column k % n.
-    let mut cols: Vec<Option<usize>> = vec![None; n];
-    for &option in solution {
-        let (row, col) = (option as usize / n, option as usize % n);
-        assert!(cols[row].is_none(), "two queens on row {row}");
-        cols[row] = Some(col);
-    }
-    let cols: Vec<usize> = cols
-        .into_iter()
-        .map(|c| c.expect("a queen on every row"))
-        .collect();
-    for i in 0..n {
-        for j in i + 1..n {
-            assert!(
-                cols[i] != cols[j] && cols[i].abs_diff(cols[j]) != j - i,
-                "queens attack each other in {cols:?}"
-            );
-        }
-    }
-    cols.iter().fold(0, |key, &c| key << 4 | c as u64)
-}
-
-/// Requires `solutions` (placements) to be every one of `n` queens, each once.
-fn check_queens(n: usize, solutions: &[u64], what: &str) {
-    assert_eq!(
-        solutions.len() as u64,
-        QUEENS[n],
-        "{what}: the count, repeats included"
-    );
-    let distinct: HashSet<u64> = solutions.iter().copied().collect();
-    assert_eq!(distinct.len(), solutions.len(), "{what}: a solution twice");
-}
-
 fn queens_n() -> usize {
     std::env::var("XCCD_FAILOVER_QUEENS")
         .ok()
@@ -355,28 +130,8 @@ async fn cluster(url: &str) -> (Vec<Coordinator>, Vec<Process>) {
     use tonic_types::StatusExt;
     let leader = status.get_details_error_info().expect("ErrorInfo").metadata["leader"].clone();
     assert_eq!(leader, coordinators[0].api.to_string());
-    let both = coordinators
-        .iter()
-        .map(|c| format!("http://{}", c.workers))
-        .collect::<Vec<_>>()
-        .join(",");
-    let workers = (0..2)
-        .map(|i| {
-            let mut command = xccd_with_token(TOKEN);
-            command.args(["worker", "--coordinator", &both, "--threads", "1"]);
-            Process::start(command, Log::Append(format!("failover-worker-{i}.log")))
-        })
-        .collect();
+    let workers = workers(&coordinators, 2, "failover");
     (coordinators, workers)
-}
-
-async fn submit(coordinators: &[Coordinator], n: usize) -> String {
-    let (_, mut client) = leader_client(coordinators, Duration::from_secs(30)).await;
-    let request = pb::CreateJobRequest {
-        source: dlx(queens_dlx(n)).map(pb::create_job_request::Source::Problem),
-        ..Default::default()
-    };
-    create_job(&mut client, request).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -388,7 +143,7 @@ async fn the_leader_killed_three_times_the_job_ends_exact() {
     let n = queens_n();
     let mut rng = Rng::new(seed());
     let (mut coordinators, workers) = cluster(&url).await;
-    let job = submit(&coordinators, n).await;
+    let job = submit_queens(&coordinators, n).await;
     let watcher = tokio::spawn(watch(
         coordinators.iter().map(|c| c.api).collect(),
         job.clone(),
@@ -433,26 +188,7 @@ async fn the_leader_killed_three_times_the_job_ends_exact() {
             .wait_health(ServingStatus::NotServing, Duration::from_secs(30))
             .await;
     }
-    let done = loop {
-        let job = get(&coordinators, &job).await;
-        if job.state().is_final() {
-            break job;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(600),
-            "the job does not end"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
-    let summary = done.summary.expect("a summary");
-    assert_eq!(
-        summary.reason,
-        pb::EndReason::Complete as i32,
-        "{summary:?}"
-    );
-    assert_eq!(summary.solutions, QUEENS[n]);
-    let stored = read_all(&coordinators, &job, n).await;
-    check_queens(n, &stored, "ListJobSolutions");
+    let stored = finished_exact(&coordinators, &job, n, "after the kills").await;
     let watched = tokio::time::timeout(Duration::from_secs(120), watcher)
         .await
         .expect("the watcher ends")
@@ -490,7 +226,7 @@ async fn a_frozen_leader_is_taken_over_and_fenced_when_it_wakes() {
     let url = database.url();
     let n = queens_n().min(13);
     let (mut coordinators, workers) = cluster(&url).await;
-    let job = submit(&coordinators, n).await;
+    let job = submit_queens(&coordinators, n).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     coordinators[0].process().signal("-STOP");
     let frozen = Instant::now();
@@ -510,21 +246,6 @@ async fn a_frozen_leader_is_taken_over_and_fenced_when_it_wakes() {
             .counter("xccd_store_fenced_writes_total")
             .await
     );
-    let done = loop {
-        let job = get(&coordinators, &job).await;
-        if job.state().is_final() {
-            break job;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    assert_eq!(
-        done.summary.expect("a summary").reason,
-        pb::EndReason::Complete as i32
-    );
-    check_queens(
-        n,
-        &read_all(&coordinators, &job, n).await,
-        "after the freeze",
-    );
+    finished_exact(&coordinators, &job, n, "after the freeze").await;
     drop(workers);
 }

@@ -171,6 +171,10 @@ async fn drained(
                 "connections still open after the jobs stopped: closing them"
             );
             task.abort();
+            // Once the aborted task has ended its listener is closed, so that
+            // the address can be bound again at once (a coordinator stepping
+            // down listens on it as a standby next).
+            let _ = (&mut *task).await;
             None
         }
     }

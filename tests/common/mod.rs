@@ -17,7 +17,8 @@
 //!
 //! Beside them: [`fixtures`] (the benchmark instances, and every solution
 //! of a problem found in process), [`cluster`] (a coordinator and worker
-//! processes on loopback), [`live`] (the same as processes, with their
+//! processes on loopback), [`coordinators`] (coordinators on one PostgreSQL
+//! store, their health and the leader's client), [`live`] (the same as processes, with their
 //! `/metrics` pages, and promtool), [`promql`] (the metric names of a
 //! PromQL expression), [`postgres`] (a real PostgreSQL server of the
 //! test's own) and [`random_problems`] (the random XCC problems
@@ -26,6 +27,7 @@
 //! Include with `mod common;` from a test crate.
 
 pub mod cluster;
+pub mod coordinators;
 pub mod dominoes;
 pub mod fixtures;
 pub mod futoshiki;

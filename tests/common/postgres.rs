@@ -18,6 +18,12 @@ pub fn required() -> bool {
 /// A server of the test's own, or None (after a note) when PostgreSQL is
 /// not installed and not required.
 pub fn server() -> Option<LocalPostgres> {
+    server_also_at(&[])
+}
+
+/// The same, listening on `also` too and trusting the hosts there (see
+/// [`LocalPostgres::start_also_at`]).
+pub fn server_also_at(also: &[std::net::IpAddr]) -> Option<LocalPostgres> {
     if xccd::service::store::local_postgres::bin_dir().is_none() {
         let why = "no PostgreSQL (initdb, pg_ctl) on this machine: install Debian's postgresql \
                    package, or set XCCD_POSTGRES_BIN";
@@ -25,7 +31,7 @@ pub fn server() -> Option<LocalPostgres> {
         eprintln!("SKIPPED: {why} (XCCD_REQUIRE_POSTGRES=1 makes this a failure)");
         return None;
     }
-    match LocalPostgres::start() {
+    match LocalPostgres::start_also_at(also) {
         Ok(server) => Some(server),
         Err(why) => panic!("PostgreSQL is installed but does not start: {why}"),
     }

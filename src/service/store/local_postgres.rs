@@ -19,6 +19,8 @@ pub struct LocalPostgres {
     port: u16,
     /// The user the server runs as, when it is not this process's.
     run_as: Option<String>,
+    /// Addresses it listens on besides 127.0.0.1, whose clients it trusts.
+    also: Vec<std::net::IpAddr>,
 }
 
 /// The directory of `initdb` and `pg_ctl`: `XCCD_POSTGRES_BIN`, else the
@@ -75,6 +77,14 @@ impl LocalPostgres {
     /// Starts a server; the error says why not (no PostgreSQL installed,
     /// no `postgres` user to run it as root, initdb or pg_ctl failing).
     pub fn start() -> Result<LocalPostgres, String> {
+        LocalPostgres::start_also_at(&[])
+    }
+
+    /// Starts a server that listens on each of `also` too (an address of
+    /// this machine, such as one end of a test's veth pair) and trusts the
+    /// clients that come from it (from the host at the other end of a
+    /// point-to-point /30, say): `pg_hba.conf` trusts `ADDR/30`.
+    pub fn start_also_at(also: &[std::net::IpAddr]) -> Result<LocalPostgres, String> {
         let bin = bin_dir().ok_or(
             "no PostgreSQL found (initdb and pg_ctl: install Debian's postgresql package, or set \
              XCCD_POSTGRES_BIN to their directory)",
@@ -86,6 +96,7 @@ impl LocalPostgres {
             dir,
             port: 0,
             run_as,
+            also: also.to_vec(),
         };
         if let Some(user) = &server.run_as {
             let (uid, gid) = ids_of(user).ok_or(format!(
@@ -116,6 +127,16 @@ impl LocalPostgres {
                 "--no-sync",
             ],
         )?;
+        if !self.also.is_empty() {
+            let hba = self.data().join("pg_hba.conf");
+            let mut lines = std::fs::read_to_string(&hba)
+                .map_err(|e| format!("read {}: {e}", hba.display()))?;
+            for addr in &self.also {
+                let bits = if addr.is_ipv4() { 30 } else { 126 };
+                lines += &format!("host all all {addr}/{bits} trust\n");
+            }
+            std::fs::write(&hba, lines).map_err(|e| format!("write {}: {e}", hba.display()))?;
+        }
         // A port found free may be taken before the server binds it: try
         // a few.
         let mut last = String::new();
@@ -132,8 +153,12 @@ impl LocalPostgres {
     /// `pg_ctl start` on its port, waiting until it accepts connections.
     fn launch(&self) -> Result<(), String> {
         let data = self.data();
+        let mut listen = "127.0.0.1".to_string();
+        for addr in &self.also {
+            listen += &format!(",{addr}");
+        }
         let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1",
+            "-p {} -k {} -c listen_addresses={listen}",
             self.port,
             self.dir.display()
         );
@@ -203,6 +228,16 @@ impl LocalPostgres {
     /// The URL of database `name` on it.
     pub fn url_of(&self, name: &str) -> String {
         format!("postgres://xccd@127.0.0.1:{}/{name}", self.port)
+    }
+
+    /// The URL of its `postgres` database at `host`, one of the addresses
+    /// it listens on.
+    pub fn url_at(&self, host: std::net::IpAddr) -> String {
+        let host = match host {
+            std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            v4 => v4.to_string(),
+        };
+        format!("postgres://xccd@{host}:{}/postgres", self.port)
     }
 
     pub fn port(&self) -> u16 {

@@ -98,6 +98,12 @@ pub struct PostgresStore {
     fence: Option<(Arc<Fence>, i64)>,
 }
 
+/// How long the server lets a fenced store's session wait in the middle of
+/// a transaction before it ends the session: well under the lease's 5 s
+/// (see [`crate::service::leader`]), and far above the gap between two
+/// statements of a write.
+const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(2);
+
 impl PostgresStore {
     /// Connects to the database of `url` (a `postgres://` URL), takes the
     /// coordinator's lock and brings the schema up to date.
@@ -123,6 +129,23 @@ impl PostgresStore {
         }
         if config.get_application_name().is_none() {
             config.application_name("xccd");
+        }
+        if fence.is_some() {
+            // A leader cut off or frozen in the middle of a write holds the
+            // lease's row FOR SHARE (schema::check_fence) until the server
+            // drops its session: without this, only when the kernel gives
+            // up on the connection (hours), and a takeover (an UPDATE of
+            // that row) would wait as long. The server ends such a session
+            // after IDLE_IN_TRANSACTION instead; its write never committed.
+            let idle = format!(
+                "-c idle_in_transaction_session_timeout={}",
+                IDLE_IN_TRANSACTION.as_millis()
+            );
+            let options = match config.get_options() {
+                Some(given) => format!("{given} {idle}"),
+                None => idle,
+            };
+            config.options(&options);
         }
         let (sender, receiver) = mpsc::channel::<Call>();
         let mut session = Session {
