@@ -64,6 +64,35 @@ struct Cell {
     loc: u32,
 }
 
+/// A level's fields the search loop reads and writes at every node, in one
+/// place (one address to compute, not one array and bounds check each).
+#[derive(Clone, Copy, Debug, Default)]
+struct Level {
+    /// Start of the level's entries on `save`, and how many.
+    saved: usize,
+    saved_len: usize,
+    /// Options included above the level (SSMCC's stage).
+    stage: usize,
+    /// The option's cell the level includes or removes.
+    choice: u32,
+    /// The level's alternatives this run explores: `lo..hi`.
+    lo: Decision,
+    hi: Decision,
+}
+
+/// `s[i]` without its bounds check, for the search loop's per-level arrays.
+///
+/// # Safety
+/// `i < s.len()`. The search's levels stay below `depth` (the loop checks
+/// `level + 1 < depth` before it descends), every per-level array has at
+/// least `depth` entries (`levels` `depth + 1`, for the level below the
+/// last), and a stage (the options included above a level) is below it.
+#[inline(always)]
+unsafe fn at<T>(s: &mut [T], i: usize) -> &mut T {
+    debug_assert!(i < s.len());
+    s.get_unchecked_mut(i)
+}
+
 /// One saved item: its size and need, restored on backtracking.
 #[derive(Clone, Copy, Debug, Default)]
 struct Saved {
@@ -321,20 +350,12 @@ pub(crate) struct CellsMcc {
     save_limit: usize,
     /// Bytes the save stack could not get (see [`CellsMcc::grow_save`]).
     out_of_memory: Option<u64>,
-    // Per level.
-    /// Start of the level's entries on `save`, and how many.
-    saved: Box<[usize]>,
-    saved_len: Box<[usize]>,
-    /// The option's cell the level includes or removes.
-    choice: Box<[u32]>,
+    // Per level (`depth` of them; see [`at`]).
+    levels: Box<[Level]>,
     /// 1 for a forced level, 2 for a branching one.
     degree: Box<[Decision]>,
     /// The alternative being explored: 0 include, 1 remove.
     alt: Box<[Decision]>,
-    lo: Box<[Decision]>,
-    hi: Box<[Decision]>,
-    /// Options included above each level (SSMCC's stage).
-    stage: Box<[usize]>,
     /// The included cells, by stage.
     chosen: Box<[u32]>,
     // Per run.
@@ -389,7 +410,7 @@ impl RunsTasks for CellsMcc {
             self.base,
             &self.ranks,
             &self.degree[..level],
-            |l| self.alt[l] - self.lo[l],
+            |l| self.alt[l] - self.levels[l].lo,
         );
         if !self.exact && request == Request::Checkpoint {
             // SSMCC's order leaves no tasks (see the module's doc).
@@ -518,14 +539,9 @@ impl CellsMcc {
             save: Vec::new(),
             save_limit: usize::try_from(save_entries(problem)).unwrap_or(usize::MAX),
             out_of_memory: None,
-            saved: vec![0; depth + 1].into_boxed_slice(),
-            saved_len: vec![0; depth + 1].into_boxed_slice(),
-            choice: vec![0; depth].into_boxed_slice(),
+            levels: vec![Level::default(); depth + 1].into_boxed_slice(),
             degree: vec![0; depth].into_boxed_slice(),
             alt: vec![0; depth].into_boxed_slice(),
-            lo: vec![0; depth].into_boxed_slice(),
-            hi: vec![0; depth].into_boxed_slice(),
-            stage: vec![0; depth + 1].into_boxed_slice(),
             chosen: vec![0; depth].into_boxed_slice(),
             base: 0,
             task_run: TaskRun::new(depth),
@@ -552,8 +568,8 @@ impl CellsMcc {
         self.active = self.active0;
         self.force.clear();
         self.save.clear();
-        self.saved[0] = 0;
-        self.stage[0] = 0;
+        self.levels[0].saved = 0;
+        self.levels[0].stage = 0;
         self.updates = 0;
     }
 
@@ -584,10 +600,6 @@ impl CellsMcc {
     }
 
     #[inline(always)]
-    fn size(&self, x: u32) -> u32 {
-        self.set[x as usize - SIZE]
-    }
-    #[inline(always)]
     fn pos(&self, x: u32) -> u32 {
         self.set[x as usize - POS]
     }
@@ -608,7 +620,8 @@ impl CellsMcc {
     /// its primary items' bounds; an item whose bound reaches 0, and a
     /// secondary item, hide their conflicting options and leave the active
     /// list. False (the force stack cleared) when that leaves a primary item
-    /// with too few options.
+    /// with too few options. (Not inlined: in the search loop it cost
+    /// rowcol6k3 1 % more instructions, the loop's registers spilled.)
     fn include(&mut self, opt: u32) -> bool {
         let sets = self.sets();
         let (mut active, mut updates) = (self.active, self.updates);
@@ -624,6 +637,7 @@ impl CellsMcc {
     /// SSMCC's choice of the item to branch on: every active primary item
     /// of score 1 goes on the force stack (once per option it must take);
     /// otherwise the best score. `NONE` when no item is left to branch on.
+    #[inline(always)]
     fn choose(&mut self) -> u32 {
         // SSMCC's order as one key (see `narrow_key`), so that the minimum
         // is taken without a branch per item that the predictor misses.
@@ -649,6 +663,13 @@ impl CellsMcc {
         let set = self.set.as_ptr();
         let second = self.second;
         let top = if self.narrow { 0xffff } else { u32::MAX };
+        // The force stack is empty here (`pick` scans only then), and its
+        // capacity, `problem.entries() + 1`, holds what a scan pushes: an
+        // item of score 1 is pushed `size` times, and the active items'
+        // sizes add up to at most the entries.
+        debug_assert!(self.force.is_empty());
+        let force = self.force.as_mut_ptr();
+        let mut forced = 0usize;
         for &x in &self.item[..self.active as usize] {
             if x >= second {
                 continue;
@@ -667,12 +688,16 @@ impl CellsMcc {
             let must = need.max(0);
             let t = size + 1 - must as u32;
             if t == 1 {
-                push_forced(&mut self.force, x, must);
+                // SAFETY: see above.
+                unsafe { push_forced(force, &mut forced, x, must) };
+                debug_assert!(forced <= self.force.capacity());
             } else {
                 let s = slack.wrapping_add((need - must) as u32);
                 best = best.min(pack(t, s, top - size, x));
             }
         }
+        // SAFETY: the `forced` entries pushed are written.
+        unsafe { self.force.set_len(forced) };
         (best != max).then_some(best)
     }
 
@@ -716,7 +741,12 @@ impl CellsMcc {
     #[inline(always)]
     fn option_of(&self, x: u32) -> u32 {
         if self.exact {
-            let s = &self.set[x as usize..(x + self.size(x)) as usize];
+            // SAFETY: `x` is an item, its set within `set` (see "The sparse
+            // sets" above).
+            let s = unsafe {
+                let set = self.set.as_ptr().add(x as usize);
+                std::slice::from_raw_parts(set, *set.sub(SIZE) as usize)
+            };
             s.iter().fold(u32::MAX, |m, &c| m.min(c))
         } else {
             self.set[x as usize]
@@ -729,7 +759,8 @@ impl CellsMcc {
     /// False when the stack could not grow (the search then stops, and the
     /// run answers `OutOfMemory`).
     fn save_state(&mut self, level: usize) -> bool {
-        let start = self.saved[level];
+        // SAFETY (here and below in the search loop): see `at`.
+        let start = unsafe { at(&mut self.levels, level) }.saved;
         let active = self.active as usize;
         if self.save.len() < start + active && !self.grow_save(start + active) {
             return false;
@@ -746,7 +777,7 @@ impl CellsMcc {
                 };
             }
         }
-        self.saved_len[level] = active;
+        unsafe { at(&mut self.levels, level) }.saved_len = active;
         true
     }
 
@@ -772,8 +803,11 @@ impl CellsMcc {
 
     #[inline(always)]
     fn restore_state(&mut self, level: usize) {
-        let start = self.saved[level];
-        let len = self.saved_len[level];
+        let Level {
+            saved: start,
+            saved_len: len,
+            ..
+        } = *unsafe { at(&mut self.levels, level) };
         self.active = len as u32;
         let set = self.set.as_mut_ptr();
         for &Saved { item, size, need } in &self.save[start..start + len] {
@@ -804,7 +838,7 @@ impl CellsMcc {
         // task's path ends on entering the task's node, whatever its range.
         self.task_run.fresh_base = true;
         let whole = task.path.is_empty() && task.from == 0 && task.to == ALL;
-        if self.base + 2 > self.choice.len() || (!self.exact && !whole) {
+        if self.base + 2 > self.degree.len() || (!self.exact && !whole) {
             // SSMCC's own order names no subtree but the root's (see the
             // module's doc).
             return Err(TaskError {
@@ -826,15 +860,17 @@ impl CellsMcc {
     /// Enters level `level + 1` from `level`, by alternative `alt`.
     #[inline(always)]
     fn descend(&mut self, level: usize, alt: Decision) {
-        let stage = self.stage[level];
+        // SAFETY: see `at` (`levels` has a level below the last).
+        let this = *unsafe { at(&mut self.levels, level) };
+        let below = unsafe { at(&mut self.levels, level + 1) };
         if alt == 0 {
-            self.chosen[stage] = self.choice[level];
-            self.stage[level + 1] = stage + 1;
-            self.saved[level + 1] = self.saved[level] + self.saved_len[level];
+            below.stage = this.stage + 1;
+            below.saved = this.saved + this.saved_len;
+            *unsafe { at(&mut self.chosen, this.stage) } = this.choice;
         } else {
             // SSMCC reuses the stage's save: the level above is done with it.
-            self.stage[level + 1] = stage;
-            self.saved[level + 1] = self.saved[level];
+            below.stage = this.stage;
+            below.saved = this.saved;
         }
     }
 
@@ -885,14 +921,15 @@ impl CellsMcc {
                     }
                     Pick::Item(best, forced) => {
                         let degree = if forced {
-                            self.saved_len[level] = 0;
+                            unsafe { at(&mut self.levels, level) }.saved_len = 0;
                             1
                         } else if self.save_state(level) {
                             2
                         } else {
                             break self.finish(Exit::Stop(Status::Stopped), level, task);
                         };
-                        self.choice[level] = self.option_of(best);
+                        let choice = self.option_of(best);
+                        unsafe { at(&mut self.levels, level) }.choice = choice;
                         if level < self.base && task.path[level] >= degree {
                             return Err(TaskError {
                                 level,
@@ -900,16 +937,16 @@ impl CellsMcc {
                             });
                         }
                         self.enter_level(level, task, degree);
-                        alt = self.lo[level];
+                        alt = unsafe { at(&mut self.levels, level) }.lo;
                     }
                 }
             }
             loop {
                 // Advance: the alternatives of `level` from `alt` on, the
                 // left child (include) first, then the right (remove).
-                while alt < self.hi[level] {
-                    self.alt[level] = alt;
-                    let cur = self.choice[level];
+                while alt < unsafe { at(&mut self.levels, level) }.hi {
+                    *unsafe { at(&mut self.alt, level) } = alt;
+                    let cur = unsafe { at(&mut self.levels, level) }.choice;
                     let ok = if alt == 0 {
                         self.include(cur)
                     } else {
@@ -921,8 +958,9 @@ impl CellsMcc {
                     if ok {
                         self.descend(level, alt);
                         level += 1;
-                        if level + 1 >= self.choice.len() {
-                            // Each level takes or drops an option.
+                        if level + 1 >= self.degree.len() {
+                            // Each level takes or drops an option (and
+                            // `at`'s bound).
                             unreachable!("more levels than options");
                         }
                         continue 'forward;
@@ -943,8 +981,8 @@ impl CellsMcc {
                         break 'forward self.finish(Exit::Done, 0, task);
                     }
                     level -= 1;
-                    alt = self.alt[level] + 1;
-                    if alt < self.hi[level] {
+                    alt = *unsafe { at(&mut self.alt, level) } + 1;
+                    if alt < unsafe { at(&mut self.levels, level) }.hi {
                         break;
                     }
                 }
@@ -957,10 +995,14 @@ impl CellsMcc {
     fn enter_level(&mut self, level: usize, task: &Task, degree: Decision) {
         if level > self.base && self.task_run.cuts.is_empty() {
             // The common case: every alternative is this run's.
-            self.lo[level] = 0;
-            self.hi[level] = degree;
-            self.degree[level] = degree;
-            self.alt[level] = 0;
+            // SAFETY: see `at`.
+            let this = unsafe { at(&mut self.levels, level) };
+            this.lo = 0;
+            this.hi = degree;
+            unsafe {
+                *at(&mut self.degree, level) = degree;
+                *at(&mut self.alt, level) = 0;
+            }
             return;
         }
         self.enter_task_level(level, task, degree);
@@ -972,8 +1014,8 @@ impl CellsMcc {
         let (lo, hi) = self
             .task_run
             .range(level, self.base, task, degree, || &self.alt[..level]);
-        self.lo[level] = lo;
-        self.hi[level] = hi.min(degree);
+        self.levels[level].lo = lo;
+        self.levels[level].hi = hi.min(degree);
         self.degree[level] = degree;
         self.alt[level] = lo;
         if level == self.base {
@@ -987,9 +1029,9 @@ impl CellsMcc {
         if !self.exact {
             return None;
         }
-        let l = (self.base..level).find(|&l| self.alt[l] + 1 < self.hi[l])?;
-        let (from, to) = (self.alt[l] + 1, self.hi[l]);
-        self.hi[l] = from;
+        let l = (self.base..level).find(|&l| self.alt[l] + 1 < self.levels[l].hi)?;
+        let (from, to) = (self.alt[l] + 1, self.levels[l].hi);
+        self.levels[l].hi = from;
         Some(self.task_run.give_away(self.alt[..l].to_vec(), from, to))
     }
 
@@ -1000,15 +1042,15 @@ impl CellsMcc {
         exit.finish(|| {
             self.task_run
                 .remaining_tasks(self.base, task, &self.alt[..level], |l, untried| {
-                    if self.alt[l] + 1 < self.hi[l] {
-                        untried.push((self.alt[l] + 1, self.hi[l]));
+                    if self.alt[l] + 1 < self.levels[l].hi {
+                        untried.push((self.alt[l] + 1, self.levels[l].hi));
                     }
                 })
         })
     }
 
     fn accepts<V: Visitor>(&self, level: usize, visitor: &mut V) -> bool {
-        let stage = self.stage[level];
+        let stage = self.levels[level].stage;
         visitor.partial(&SolutionView::new(
             &self.chosen[..stage],
             &self.node_option,
@@ -1022,7 +1064,7 @@ impl CellsMcc {
         config: &RunConfig,
         visitor: &mut V,
     ) -> Option<Exit> {
-        let stage = self.stage[level];
+        let stage = self.levels[level].stage;
         let flow = visitor.solution(&SolutionView::new(
             &self.chosen[..stage],
             &self.node_option,
@@ -1070,7 +1112,7 @@ impl CellsMcc {
                 break ProbeEnd::Missing;
             }
             level += 1;
-            if level + 1 >= self.choice.len() {
+            if level + 1 >= self.degree.len() {
                 break ProbeEnd::DeadEnd;
             }
         };
@@ -1078,13 +1120,18 @@ impl CellsMcc {
     }
 }
 
-/// Puts forced item `x` on the stack once per option it must take. (Out
-/// of line, as a cold call, it cost rowcol6k3 19M instructions: forced
-/// items are common.)
+/// Puts forced item `x` on the stack at `force + *len` once per option it
+/// must take. (Out of line, as a cold call, it cost rowcol6k3 19M
+/// instructions: forced items are common; through `Vec::push`, a capacity
+/// check and a store of the length per entry.)
+///
+/// # Safety
+/// The stack has room for `must` more entries.
 #[inline(always)]
-fn push_forced(force: &mut Vec<u32>, x: u32, must: i32) {
+unsafe fn push_forced(force: *mut u32, len: &mut usize, x: u32, must: i32) {
     for _ in 0..must {
-        force.push(x);
+        *force.add(*len) = x;
+        *len += 1;
     }
 }
 
