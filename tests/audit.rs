@@ -232,5 +232,6 @@ async fn lying_workers_are_caught_barred_and_their_leases_redone() {
     .expect("a metrics listener");
     for rate in [1.0, 0.1] {
         case(metrics, "add-one", rate, true).await;
+        case(metrics, "omit", rate, false).await;
     }
 }

@@ -48,7 +48,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::Notify;
 
-use crate::run::{run_task, QueuedTask, RunEnd, RunSpec, Sink, Taken};
+use crate::run::{run_task, QueuedTask, RunEnd, RunSpec, Taken};
 use crate::service::job::{Job, JobId};
 use crate::service::metrics as metric;
 use crate::service::pool::{Pool, Withdrawal};
@@ -97,9 +97,103 @@ pub(super) struct Finished {
     /// Count-only: its solutions were only counted (and can be taken
     /// back); else streamed or kept.
     pub(super) counted: bool,
-    /// It ended EXHAUSTED (else checkpointed: its updates are not compared,
-    /// see [`Auditor::audit`]).
-    pub(super) exhausted: bool,
+    /// How it ended: EXHAUSTED, else checkpointed.
+    pub(super) end: Ended,
+}
+
+/// How an audited lease ended.
+#[derive(Debug, Clone)]
+pub(super) enum Ended {
+    Exhausted,
+    /// Checkpointed, handing back `remaining`, polled every `poll_interval`
+    /// nodes. Its run is replayed to the poll where it stopped (the first
+    /// at or past its nodes: polls come at the same nodes on every run),
+    /// which must hand back the same tasks.
+    Checkpointed {
+        remaining: Vec<crate::xcc::Task>,
+        poll_interval: u64,
+    },
+}
+
+/// A replay of a checkpointed run: it checkpoints at the first poll at or
+/// past `nodes`, and hands its batches to `deliver`.
+struct Replay<F> {
+    nodes: u64,
+    deliver: F,
+}
+
+impl<F: FnMut(crate::run::Batch)> crate::run::Port for Replay<F> {
+    fn deliver(&mut self, batch: crate::run::Batch, _force: bool) -> Taken {
+        (self.deliver)(batch);
+        Taken::All
+    }
+    fn control(&mut self, progress: &crate::xcc::ProgressView<'_>) -> crate::run::Control {
+        if self.nodes > 0 && progress.stats.nodes >= self.nodes {
+            crate::run::Control::Checkpoint
+        } else {
+            crate::run::Control::Continue
+        }
+    }
+}
+
+/// Runs `finished`'s task again as its run went (to its end, or to its
+/// checkpoint), from solution `skip` on, handing the batches to `deliver`.
+fn replay(
+    job: &Job,
+    solver: &mut Solver,
+    finished: &Finished,
+    skip: u64,
+    want_solutions: bool,
+    deliver: impl FnMut(crate::run::Batch),
+) -> crate::run::RunReport {
+    let (nodes, poll_interval) = match &finished.end {
+        Ended::Exhausted => (0, crate::xcc::POLL_INTERVAL),
+        Ended::Checkpointed { poll_interval, .. } => (finished.stats.nodes, *poll_interval),
+    };
+    let spec = RunSpec {
+        skip,
+        want_solutions,
+        batch_size: if want_solutions { 256 } else { usize::MAX },
+        poll_interval,
+        stop: Some(job.stop.clone()),
+        ..RunSpec::default()
+    };
+    run_task(
+        solver,
+        job.searched(),
+        &finished.work.task,
+        &spec,
+        job.spec.condition.as_deref(),
+        &mut Replay { nodes, deliver },
+    )
+}
+
+/// Redoes a checkpointed lease of a caught worker here: what it booked is
+/// taken back, and its run replayed, delivering its solutions from where
+/// the worker's delivery stopped being trusted (all of a count; the ones a
+/// stream did not get).
+fn redo_here(job: &Job, solver: &mut Solver, finished: &Finished) {
+    let (withdrawn, skip) = if finished.counted {
+        (
+            finished.delivered.saturating_sub(finished.work.skip),
+            finished.work.skip,
+        )
+    } else {
+        (0, finished.delivered)
+    };
+    job.withdraw(withdrawn, &finished.stats);
+    let report = replay(job, solver, finished, skip, !finished.counted, |batch| {
+        job.deliver(batch, true);
+    });
+    job.add_stats(&report.stats);
+}
+
+/// Whether two lists of tasks name the same parts of the tree.
+fn same_tasks(a: &[crate::xcc::Task], b: &[crate::xcc::Task]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.path == y.path && x.from == y.from && x.to == y.to)
 }
 
 impl Finished {
@@ -129,7 +223,8 @@ pub(super) enum Next {
     Nothing,
     /// Hand it to the auditing thread ([`Auditor::go`]).
     Audit(Check),
-    /// Its worker was caught already: take it back.
+    /// Its worker was caught already: take it back (a lease that ran to
+    /// its end; a checkpointed one is redone by the auditing thread).
     Withdraw(Arc<Job>, Withdrawal),
 }
 
@@ -138,6 +233,8 @@ pub(super) struct Check {
     job: Arc<Job>,
     worker: String,
     finished: Finished,
+    /// Its worker was caught already: redo it rather than audit it.
+    redo: bool,
 }
 
 /// A worker's finished leases of one running job (to take back if it is
@@ -247,10 +344,18 @@ impl Auditor {
         }
         if Self::is_barred(&books, name, job.id) {
             drop(books);
-            if self.pool.audit_begin(job) {
-                return Next::Withdraw(job.clone(), finished.withdrawal());
+            if !self.pool.audit_begin(job) {
+                return Next::Nothing;
             }
-            return Next::Nothing;
+            return match finished.end {
+                Ended::Exhausted => Next::Withdraw(job.clone(), finished.withdrawal()),
+                Ended::Checkpointed { .. } => Next::Audit(Check {
+                    job: job.clone(),
+                    worker: name.to_string(),
+                    finished,
+                    redo: true,
+                }),
+            };
         }
         let audits = books.audits.get(name).copied().unwrap_or(0);
         let chance = (self.config.rate * (1.0 + NEW_WORKER_BONUS / (1.0 + audits as f64))).min(1.0);
@@ -277,6 +382,7 @@ impl Auditor {
             job: job.clone(),
             worker: name.to_string(),
             finished,
+            redo: false,
         })
     }
 
@@ -334,6 +440,7 @@ impl Auditor {
             job,
             worker,
             finished,
+            redo,
         } = check;
         if job.is_stopping() {
             return;
@@ -342,25 +449,22 @@ impl Auditor {
             *solver = Some((job.id, job.new_solver()));
         }
         let (_, solver) = solver.as_mut().expect("built");
-        let spec = RunSpec {
-            skip: finished.work.skip,
-            want_solutions: false,
-            batch_size: usize::MAX,
-            stop: Some(job.stop.clone()),
-            ..RunSpec::default()
-        };
-        let report = run_task(
-            solver,
-            job.searched(),
-            &finished.work.task,
-            &spec,
-            job.spec.condition.as_deref(),
-            &mut Sink(|_| Taken::All),
-        );
-        if report.end != RunEnd::Exhausted {
-            // Stopped with its job: nothing to settle.
+        if redo {
+            redo_here(&job, solver, &finished);
             return;
         }
+        let report = replay(&job, solver, &finished, finished.work.skip, false, |_| {});
+        let matched = match (&finished.end, &report.end) {
+            (Ended::Exhausted, RunEnd::Exhausted) => true,
+            (Ended::Checkpointed { remaining, .. }, RunEnd::Checkpointed(again)) => {
+                same_tasks(remaining, again)
+            }
+            // The replay went on past where the run said it stopped, or
+            // stopped before: not the same run.
+            (_, RunEnd::Exhausted | RunEnd::Checkpointed(_)) => false,
+            // Stopped with its job: nothing to settle.
+            _ => return,
+        };
         job.count_audit();
         metrics::counter!(metric::AUDITS).increment(1);
         let claimed = (
@@ -368,15 +472,8 @@ impl Auditor {
             finished.stats.nodes,
             finished.stats.updates,
         );
-        let mut found = (report.found, report.stats.nodes, report.stats.updates);
-        if !finished.exhausted {
-            // A run that checkpointed at a node has counted it but not yet
-            // covered its item, which the run again over its part (the node
-            // with its alternatives cut away) does: the updates differ by
-            // that cover. Counts and nodes are the same.
-            found.2 = claimed.2;
-        }
-        if claimed == found {
+        let found = (report.found, report.stats.nodes, report.stats.updates);
+        if claimed == found && matched {
             return;
         }
         if self.barred_from(&worker, job.id) {
@@ -385,15 +482,21 @@ impl Auditor {
         }
         let why = format!(
             "a lease reported {} solutions, {} nodes and {} updates; run again here, its task \
-             gives {} solutions, {} nodes and {} updates",
-            claimed.0, claimed.1, claimed.2, found.0, found.1, found.2
+             gives {} solutions, {} nodes and {} updates{}",
+            claimed.0,
+            claimed.1,
+            claimed.2,
+            found.0,
+            found.1,
+            found.2,
+            if matched { "" } else { ", and another end" }
         );
-        self.convict(&worker, &job, &why);
+        self.convict(&worker, &job, &why, solver);
     }
 
     /// Worker `name` lied on `job`: barred, disconnected, and everything it
     /// finished for the job taken back.
-    fn convict(&self, name: &str, job: &Arc<Job>, why: &str) {
+    fn convict(&self, name: &str, job: &Arc<Job>, why: &str, solver: &mut Solver) {
         metrics::counter!(metric::AUDIT_MISMATCHES, "worker" => name.to_string()).increment(1);
         tracing::warn!(worker = %name, job = job.id, %why, "audit mismatch: the worker is barred and its leases redone");
         let mut books = self.books.locked();
@@ -415,8 +518,18 @@ impl Auditor {
             .map(|(_, kick)| kick.clone())
             .collect();
         drop(books);
-        let withdrawals: Vec<Withdrawal> = leases.iter().map(Finished::withdrawal).collect();
-        let redone = withdrawals.len();
+        // Leases that ran to their end run again elsewhere; checkpointed
+        // ones are replayed here (their part of the tree is not a task),
+        // delivering what they should have.
+        let (exhausted, checkpointed): (Vec<&Finished>, Vec<&Finished>) = leases
+            .iter()
+            .partition(|f| matches!(f.end, Ended::Exhausted));
+        for finished in checkpointed {
+            redo_here(job, solver, finished);
+        }
+        let withdrawals: Vec<Withdrawal> =
+            exhausted.into_iter().map(Finished::withdrawal).collect();
+        let redone = leases.len();
         if !self.pool.withdraw(job, withdrawals) {
             tracing::error!(worker = %name, job = job.id, "the job ended before its audit: its answer stands uncorrected");
         }

@@ -17,7 +17,7 @@ use tonic::Status;
 
 use super::{reports, ClusterConfig, IDLE_LOOK, PROBLEM_CACHE, TICK};
 use crate::run::{check_task, Batch, Ledger, Region, RunPoint, Settlement};
-use crate::service::cluster::audit::{Auditor, Finished};
+use crate::service::cluster::audit::{Auditor, Ended, Finished};
 use crate::service::cluster::proto::{
     self as pb, coordinator_message::Kind as Out, worker_message::Kind as In, AskKind,
 };
@@ -479,7 +479,7 @@ impl Session {
             return Ok(());
         }
         let lease = &self.leases[&lease_ref.id];
-        let mut audited: Option<bool> = None;
+        let mut audited: Option<Ended> = None;
         let (settlement, stats) = if lease.revoked {
             (Settlement::default(), xcc::Stats::default())
         } else {
@@ -505,12 +505,16 @@ impl Session {
                         .map_err(|e| End::Protocol(format!("ended.remaining: {e}")))?;
                 }
             }
-            // Only a run that explored its whole task (but for what it gave
-            // away) is audited: the part of the tree a checkpointed run
-            // explored is not its task with the work it hands back cut away
-            // on every engine (the cells engine numbers a node's
-            // alternatives as its run left them).
-            audited = (end == crate::run::RunEnd::Exhausted).then_some(true);
+            // Runs that ended or checkpointed are audited (a checkpointed
+            // one by replaying it to its checkpoint, see `audit`).
+            audited = match &end {
+                crate::run::RunEnd::Exhausted => Some(Ended::Exhausted),
+                crate::run::RunEnd::Checkpointed(remaining) => Some(Ended::Checkpointed {
+                    remaining: remaining.clone(),
+                    poll_interval: self.pool.poll_interval(),
+                }),
+                _ => None,
+            };
             let settlement = lease
                 .ledger
                 .settle(end, ended.found)
@@ -534,21 +538,15 @@ impl Session {
             }
             // Recorded for the audits (and held open, if audited) before
             // it is booked: the job cannot end in between.
-            let next = audited.map(|exhausted| {
+            let next = audited.map(|end| {
                 let mut work = lease.ledger.work().clone();
                 work.task.weight = settlement.finished_weight;
-                work.task.cuts.extend(
-                    settlement
-                        .requeue
-                        .iter()
-                        .map(|back| xcc::Cut::of_given(&back.task)),
-                );
                 let finished = Finished {
                     work,
                     delivered: lease.ledger.delivered(),
                     stats: stats.clone(),
                     counted: !lease.want_solutions,
-                    exhausted,
+                    end,
                 };
                 self.auditor.finished(&self.name, &lease.job, finished)
             });
