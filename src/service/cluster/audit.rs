@@ -14,8 +14,12 @@
 //!
 //! - **What is audited**: leases that end EXHAUSTED (their part of the tree
 //!   is the leased task minus what the run gave away, which the ledger
-//!   recorded as cuts). Leases that end otherwise (checkpointed, stopped)
-//!   are not.
+//!   recorded as cuts) and leases that checkpoint: those are replayed to
+//!   the first poll at or past the nodes they reported (polls come at the
+//!   same nodes on every run) and must hand back the same tasks. (Their
+//!   part of the tree is not the task with the work handed back cut away:
+//!   the cells engine numbers a node's alternatives as its run left them.)
+//!   Leases that stop (a limit, a revoke) or are lost are not.
 //! - **Sampling**: a lease of a worker that has had `a` audits is audited
 //!   with probability `min(1, r·(1 + 3/(1 + a)))`: at least `r`, and more for
 //!   workers with few audits behind them (a worker that joins to lie on a
@@ -27,7 +31,9 @@
 //!   from the job (or, with `--audit-bar server`, from the coordinator for
 //!   the server's life); every lease it finished for the job is taken back
 //!   (its solutions counted, statistics and explored weight leave the
-//!   job's books) and its task queued again, and so are the leases it held;
+//!   job's books) and its task queued again (a checkpointed one is
+//!   replayed here instead, delivering what it should have), and so are
+//!   the leases it held;
 //!   `xccd_audit_mismatches_total{worker}` counts it.
 //! - **A job does not end before the audits of its leases are settled**
 //!   (the pool holds it open, [`Pool::audit_begin`]), so its answer is
