@@ -2,7 +2,10 @@
 //! processes, one of them lying on the real protocol (the test-only
 //! `XCCD_TEST_LIE`: `add-one` reports one solution more on every count-only
 //! lease it finishes, `omit` sends none of the solutions of its streamed
-//! leases), beside an honest one, on a job of more than 1,000 leases.
+//! leases), beside honest ones, on queens14 (count-only: about 50 leases;
+//! streamed: 250 to 450, the stream's backpressure checkpoints them). Not
+//! yet the 1,000 leases issue 32 asks: a session asks at most one give-away
+//! per 20 ms tick, and only while a slot is idle.
 //!
 //! At audit rates 1.0 and 0.1 the job's answer must be exact, the liar
 //! caught (`xccd_audit_mismatches_total{worker}` counts it once: barred, it
