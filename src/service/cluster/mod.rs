@@ -40,6 +40,7 @@
 
 pub mod coordinator;
 pub mod proto;
+pub mod roster;
 pub mod sim;
 pub mod worker;
 
