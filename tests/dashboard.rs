@@ -17,15 +17,11 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
-use common::cluster::{Worker, TOKEN};
+use common::cluster::Worker;
 use common::service::connect;
-use xccd::service::cluster::ClusterConfig;
-use xccd::service::credentials::WorkerToken;
 use xccd::service::proto as pb;
 use xccd::service::server::{start, ServeConfig};
-use xccd::service::PoolConfig;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -62,22 +58,8 @@ async fn dashboard_in_a_browser() {
         return;
     }
     let server = start(ServeConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
         http_listen: Some("127.0.0.1:0".parse().unwrap()),
-        pool: PoolConfig {
-            threads: 0,
-            max_jobs: 16,
-            poll_interval: 4096,
-            ..PoolConfig::default()
-        },
-        cluster: ClusterConfig {
-            heartbeat_interval: Duration::from_millis(100),
-            lease_timeout: Duration::from_secs(2),
-            token: Some(WorkerToken::new(TOKEN).unwrap()),
-            ..ClusterConfig::default()
-        },
-        worker_listen: Some("127.0.0.1:0".parse().unwrap()),
-        ..ServeConfig::default()
+        ..common::cluster::config(0, 4096)
     })
     .await
     .expect("the server starts");
