@@ -131,11 +131,16 @@ pub struct RunningServer {
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), tonic::transport::Error>>,
     worker_task: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
+    /// The dashboard's listener, stopped first at shutdown.
+    http_task: Option<tokio::task::AbortHandle>,
 }
 
 impl RunningServer {
     /// Stops gracefully (see the module's documentation) and waits.
     pub async fn shutdown(mut self) -> Result<(), tonic::transport::Error> {
+        if let Some(http) = self.http_task.take() {
+            http.abort();
+        }
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -311,7 +316,7 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         encoder,
         config.api.buffer_batches,
     ));
-    let http_addr = match config.http_listen {
+    let http = match config.http_listen {
         Some(_) if config.tls.is_some() => {
             return Err(setup_error(
                 "--http-listen serves plain HTTP only: the dashboard has no TLS yet; \
@@ -332,6 +337,7 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         ),
         None => None,
     };
+    let (http_addr, http_task) = http.unzip();
     let api = InterceptedService::new(
         SolverServiceServer::from_arc(solver)
             .max_decoding_message_size(max_message)
@@ -445,6 +451,7 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         addr,
         worker_addr,
         http_addr,
+        http_task,
         pool,
         stop: Some(stop_tx),
         task,

@@ -55,14 +55,19 @@ pub struct Dashboard {
     pub api_keys: Option<Arc<ApiKeys>>,
 }
 
-/// Listens on `addr` and serves the dashboard until the process ends.
-pub async fn listen(addr: SocketAddr, dashboard: Dashboard) -> std::io::Result<SocketAddr> {
+/// Listens on `addr` and serves the dashboard until the handle aborts it
+/// (the server's shutdown: a coordinator's next term as leader listens
+/// again).
+pub async fn listen(
+    addr: SocketAddr,
+    dashboard: Dashboard,
+) -> std::io::Result<(SocketAddr, tokio::task::AbortHandle)> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| std::io::Error::new(e.kind(), format!("dashboard on {addr}: {e}")))?;
     let bound = listener.local_addr()?;
     let dashboard = Arc::new(dashboard);
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         loop {
             let (stream, _) = match listener.accept().await {
                 Ok(accepted) => accepted,
@@ -85,7 +90,7 @@ pub async fn listen(addr: SocketAddr, dashboard: Dashboard) -> std::io::Result<S
         }
     });
     tracing::info!(http_addr = %bound, "dashboard at /");
-    Ok(bound)
+    Ok((bound, task.abort_handle()))
 }
 
 type Reply = http::Response<String>;
