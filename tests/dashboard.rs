@@ -8,7 +8,7 @@
 //! target/dashboard-screenshots/.
 //!
 //! Needs node, chromium (`XCCD_CHROMIUM`, else /usr/bin/chromium) and
-//! `npm ci --prefix tests/browser`; skips with a note without them, unless
+//! `npm ci --prefix .ci/browser`; skips with a note without them, unless
 //! `XCCD_REQUIRE_BROWSER=1` (.ci/run) makes that a failure. Without
 //! `--http-listen` no HTTP port opens (the last test).
 
@@ -39,10 +39,10 @@ fn missing() -> Option<String> {
         ));
     }
     if !root()
-        .join("tests/browser/node_modules/playwright-core")
+        .join(".ci/browser/node_modules/playwright-core")
         .exists()
     {
-        return Some("playwright-core is not installed: npm ci --prefix tests/browser".into());
+        return Some("playwright-core is not installed: npm ci --prefix .ci/browser".into());
     }
     None
 }

