@@ -76,6 +76,11 @@ pub struct ServeArgs {
     /// Address to serve Prometheus metrics on (`/metrics`).
     #[arg(long, env = "XCCD_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
+    /// Address to serve the web dashboard on (jobs, workers, puzzles) and
+    /// its JSON API (`/api/`); off unless given. Plain HTTP: refused with
+    /// --tls-cert.
+    #[arg(long, env = "XCCD_HTTP_LISTEN")]
+    pub http_listen: Option<SocketAddr>,
     /// Most long jobs (Enumerate, CreateJob, EnumeratePuzzle) queued or
     /// running at once; more get RESOURCE_EXHAUSTED. Small calls do not
     /// count against it (see --max-interactive-jobs).
@@ -289,6 +294,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
             max_bytes: args.max_retained_bytes,
         },
         metrics_listen: args.metrics_listen,
+        http_listen: args.http_listen,
         cluster,
         tls: server_tls(
             args.tls_cert.as_deref(),

@@ -17,6 +17,7 @@ pub mod callers;
 pub mod cluster;
 pub mod convert;
 pub mod credentials;
+pub mod dashboard;
 pub mod durable;
 pub mod estimate;
 pub mod grpc;

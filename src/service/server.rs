@@ -47,6 +47,8 @@ pub struct ServeConfig {
     pub retention: Retention,
     /// Where to serve Prometheus metrics (`/metrics`), if anywhere.
     pub metrics_listen: Option<SocketAddr>,
+    /// Where to serve the web dashboard and its JSON API, if anywhere.
+    pub http_listen: Option<SocketAddr>,
     /// Remote workers' heartbeats, leases and token.
     pub cluster: ClusterConfig,
     /// TLS on the public API and on the workers' listener.
@@ -84,6 +86,7 @@ impl Default for ServeConfig {
             api: ApiConfig::default(),
             retention: Retention::default(),
             metrics_listen: None,
+            http_listen: None,
             cluster: ClusterConfig::default(),
             tls: None,
             worker_listen: None,
@@ -122,15 +125,22 @@ pub struct RunningServer {
     pub addr: SocketAddr,
     /// Where remote workers connect, if they may.
     pub worker_addr: Option<SocketAddr>,
+    /// Where the dashboard listens, if it does.
+    pub http_addr: Option<SocketAddr>,
     pub pool: Arc<Pool>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), tonic::transport::Error>>,
     worker_task: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
+    /// The dashboard's listener, stopped first at shutdown.
+    http_task: Option<tokio::task::AbortHandle>,
 }
 
 impl RunningServer {
     /// Stops gracefully (see the module's documentation) and waits.
     pub async fn shutdown(mut self) -> Result<(), tonic::transport::Error> {
+        if let Some(http) = self.http_task.take() {
+            http.abort();
+        }
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -298,28 +308,52 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     let max_problem = config.api.limits.max_text_bytes;
     let max_message = max_problem.saturating_add(4096);
     let encoder = Arc::new(PuzzleEncoder::new(config.api.puzzle_limits()));
+    let solver = Arc::new(SolverApi::new(
+        pool.clone(),
+        jobs.clone(),
+        config.api.clone(),
+        durability.clone(),
+        encoder.clone(),
+    ));
+    let puzzle_api = Arc::new(PuzzleApi::new(
+        pool.clone(),
+        encoder,
+        config.api.buffer_batches,
+    ));
+    let http = match config.http_listen {
+        Some(_) if config.tls.is_some() => {
+            return Err(setup_error(
+                "--http-listen serves plain HTTP only: the dashboard has no TLS yet; \
+                 run it without --tls-cert, or put it behind a TLS proxy"
+                    .into(),
+            ))
+        }
+        Some(at) => Some(
+            super::dashboard::listen(
+                at,
+                super::dashboard::Dashboard {
+                    solver: solver.clone(),
+                    puzzles: puzzle_api.clone(),
+                    api_keys: config.api_keys.clone(),
+                },
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    let (http_addr, http_task) = http.unzip();
     let api = InterceptedService::new(
-        SolverServiceServer::new(SolverApi::new(
-            pool.clone(),
-            jobs.clone(),
-            config.api.clone(),
-            durability.clone(),
-            encoder.clone(),
-        ))
-        .max_decoding_message_size(max_message)
-        .accept_compressed(CompressionEncoding::Gzip)
-        .send_compressed(CompressionEncoding::Gzip),
+        SolverServiceServer::from_arc(solver)
+            .max_decoding_message_size(max_message)
+            .accept_compressed(CompressionEncoding::Gzip)
+            .send_compressed(CompressionEncoding::Gzip),
         authenticate(config.api_keys.clone()),
     );
     let puzzles = InterceptedService::new(
-        PuzzleServiceServer::new(PuzzleApi::new(
-            pool.clone(),
-            encoder,
-            config.api.buffer_batches,
-        ))
-        .max_decoding_message_size(max_message)
-        .accept_compressed(CompressionEncoding::Gzip)
-        .send_compressed(CompressionEncoding::Gzip),
+        PuzzleServiceServer::from_arc(puzzle_api)
+            .max_decoding_message_size(max_message)
+            .accept_compressed(CompressionEncoding::Gzip)
+            .send_compressed(CompressionEncoding::Gzip),
         authenticate(config.api_keys.clone()),
     );
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -420,6 +454,8 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
     Ok(RunningServer {
         addr,
         worker_addr,
+        http_addr,
+        http_task,
         pool,
         stop: Some(stop_tx),
         task,

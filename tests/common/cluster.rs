@@ -18,7 +18,14 @@ pub const TOKEN: &str = "tests-worker-token";
 /// A server with `threads` pool threads polling every `poll_interval` nodes,
 /// and with `threads == 0` a worker listener (a pure coordinator).
 pub async fn server(threads: usize, poll_interval: u64) -> RunningServer {
-    start(ServeConfig {
+    start(config(threads, poll_interval))
+        .await
+        .expect("the server starts on loopback")
+}
+
+/// The configuration of [`server`].
+pub fn config(threads: usize, poll_interval: u64) -> ServeConfig {
+    ServeConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         pool: PoolConfig {
             threads,
@@ -34,9 +41,7 @@ pub async fn server(threads: usize, poll_interval: u64) -> RunningServer {
         },
         worker_listen: (threads == 0).then(|| "127.0.0.1:0".parse().unwrap()),
         ..ServeConfig::default()
-    })
-    .await
-    .expect("the server starts on loopback")
+    }
 }
 
 /// An `xccd worker` process of `threads` threads, killed when dropped; its

@@ -41,6 +41,7 @@
 pub mod audit;
 pub mod coordinator;
 pub mod proto;
+pub mod roster;
 pub mod sim;
 pub mod worker;
 

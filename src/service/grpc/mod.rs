@@ -315,6 +315,31 @@ impl SolverService for SolverApi {
             .estimate(&self.pool, &self.config.limits, request)
             .await
     }
+
+    async fn list_workers(
+        &self,
+        _request: Request<pb::ListWorkersRequest>,
+    ) -> Result<Response<pb::ListWorkersResponse>, Status> {
+        let workers = self
+            .pool
+            .roster()
+            .rows()
+            .into_iter()
+            .map(|row| pb::RemoteWorker {
+                nodes_per_second: row.nodes_per_second(),
+                id: row.id,
+                name: row.name,
+                address: row.address,
+                slots: u32::try_from(row.slots).unwrap_or(u32::MAX),
+                leases: u32::try_from(row.leases).unwrap_or(u32::MAX),
+                nodes: row.nodes,
+                connect_time: Some(convert::timestamp(row.joined)),
+                last_heartbeat_time: Some(convert::timestamp(row.last_heartbeat)),
+                rejected_reports: row.rejected_reports,
+            })
+            .collect();
+        Ok(Response::new(pb::ListWorkersResponse { workers }))
+    }
 }
 
 #[cfg(test)]

@@ -214,6 +214,8 @@ struct Shared {
 pub struct Pool {
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The connected remote workers, for ListWorkers.
+    roster: crate::service::cluster::roster::Roster,
 }
 
 impl Pool {
@@ -290,7 +292,13 @@ impl Pool {
         Pool {
             shared,
             threads: Mutex::new(handles),
+            roster: Default::default(),
         }
+    }
+
+    /// The connected remote workers (written by their sessions).
+    pub fn roster(&self) -> &crate::service::cluster::roster::Roster {
+        &self.roster
     }
 
     pub fn workers(&self) -> usize {

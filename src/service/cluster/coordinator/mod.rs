@@ -137,6 +137,7 @@ impl coordinator_server::Coordinator for CoordinatorApi {
         let peer = request
             .remote_addr()
             .map_or_else(|| "unknown".to_string(), |a| a.to_string());
+        let address = peer.clone();
         if let Some(token) = &self.config.token {
             let header = request
                 .metadata()
@@ -205,7 +206,7 @@ impl coordinator_server::Coordinator for CoordinatorApi {
         tx.send(Ok(welcome))
             .await
             .map_err(|_| Status::cancelled("worker gone"))?;
-        let session = Session::new(
+        let mut session = Session::new(
             self.pool.clone(),
             self.config.clone(),
             self.next_lease.clone(),
@@ -214,6 +215,8 @@ impl coordinator_server::Coordinator for CoordinatorApi {
             tx,
             self.auditor.clone(),
         );
+        session.roster_key = number;
+        session.address = address;
         tokio::spawn(session.run(inbound));
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tonic::Status;
 
+use super::super::roster::WorkerRow;
 use super::{reports, ClusterConfig, IDLE_LOOK, PROBLEM_CACHE, TICK};
 use crate::run::{check_task, Batch, Ledger, Region, RunPoint, Settlement};
 use crate::service::cluster::audit::{Auditor, Ended, Finished};
@@ -116,6 +117,12 @@ pub(super) struct Session {
     pub(super) last_give_ask: Instant,
     /// Leases named in reports that this session does not hold.
     pub(super) fenced: Vec<pb::LeaseRef>,
+    /// The session's key in the pool's roster, and the worker's address.
+    pub(super) roster_key: u64,
+    pub(super) address: String,
+    /// Nodes of the runs that ended, and reports fenced off, for the roster.
+    pub(super) ended_nodes: u64,
+    pub(super) fenced_count: u64,
     pub(super) tx: mpsc::Sender<Result<pb::CoordinatorMessage, Status>>,
     pub(super) auditor: Arc<Auditor>,
     /// Ends the session when an audit catches its worker.
@@ -150,6 +157,10 @@ impl Session {
                 .checked_sub(TICK)
                 .unwrap_or_else(Instant::now),
             fenced: Vec::new(),
+            roster_key: 0,
+            address: String::new(),
+            ended_nodes: 0,
+            fenced_count: 0,
             tx,
             auditor,
             kick,
@@ -167,6 +178,22 @@ impl Session {
         tracing::info!(worker = %self.id, name = %self.name, slots = self.slots, "worker joined");
         metrics::gauge!(metric::REMOTE_WORKERS).increment(1.0);
         self.pool.remote_joined(self.slots);
+        let now = std::time::SystemTime::now();
+        self.pool.roster().write(
+            self.roster_key,
+            WorkerRow {
+                id: self.id.clone(),
+                name: self.name.clone(),
+                address: self.address.clone(),
+                slots: self.slots,
+                leases: 0,
+                nodes: 0,
+                joined: now,
+                joined_at: std::time::Instant::now(),
+                last_heartbeat: now,
+                rejected_reports: 0,
+            },
+        );
         // Only a session holding leases looks at them every tick; an idle
         // one sleeps until work comes (sessions are woken one by one as
         // tasks are queued, see `fill`) or its worker's silence would pass
@@ -203,10 +230,12 @@ impl Session {
                 message = inbound.next() => match message.transpose() {
                     Ok(Some(message)) => {
                         self.last_seen = Instant::now();
-                        match self.handle(message).await {
+                        let step = match self.handle(message).await {
                             Ok(()) => self.revoke_fenced().await,
                             Err(end) => Err(end),
-                        }
+                        };
+                        self.write_roster();
+                        step
                     }
                     Ok(None) => Err(End::Closed),
                     Err(status) => Err(End::Broken(status)),
@@ -235,6 +264,19 @@ impl Session {
             }
         };
         self.close(end).await;
+    }
+
+    /// Writes this session's row of the roster after a message.
+    fn write_roster(&self) {
+        let nodes = self.ended_nodes + self.leases.values().map(|l| l.nodes).sum::<u64>();
+        let leases = self.leases.len();
+        let rejected = self.fenced_count;
+        self.pool.roster().update(self.roster_key, |row| {
+            row.leases = leases;
+            row.nodes = nodes;
+            row.rejected_reports = rejected;
+            row.last_heartbeat = std::time::SystemTime::now();
+        });
     }
 
     /// Tells the worker to stop runs on leases it does not hold (any more).
@@ -367,6 +409,7 @@ impl Session {
             .map(|lease| lease.epoch == lease_ref.epoch && !lease.revoked);
         if held != Some(true) {
             metrics::counter!(metric::FENCED_REPORTS).increment(1);
+            self.fenced_count += 1;
             tracing::debug!(worker = %self.id, lease = lease_ref.id, "report on a lease not held: ignored");
             if held.is_none() {
                 self.fenced.push(*lease_ref);
@@ -476,6 +519,7 @@ impl Session {
             .is_some_and(|lease| lease.epoch == lease_ref.epoch);
         if !held {
             metrics::counter!(metric::FENCED_REPORTS).increment(1);
+            self.fenced_count += 1;
             return Ok(());
         }
         let lease = &self.leases[&lease_ref.id];
@@ -527,6 +571,7 @@ impl Session {
             (settlement, stats)
         };
         let lease = self.leases.remove(&lease_ref.id).expect("held");
+        self.ended_nodes += lease.nodes;
         self.busy -= 1;
         metrics::histogram!(metric::LEASE_ROUND_TRIP).record(lease.started.elapsed());
         if lease.revoked {
@@ -561,6 +606,7 @@ impl Session {
 
     /// Ends the session: every lease still held is lost.
     async fn close(mut self, end: End) {
+        self.pool.roster().remove(self.roster_key);
         let live: Vec<(u64, Lease)> = self.leases.drain().collect();
         let lost = live.iter().filter(|(_, l)| !l.revoked).count();
         let max_attempts = self.pool.max_attempts();
