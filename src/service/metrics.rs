@@ -387,28 +387,10 @@ pub async fn listen(addr: SocketAddr, role: Role) -> std::io::Result<SocketAddr>
 
 /// Answers `GET /metrics` (and HEAD) with the text format; 404 elsewhere.
 async fn serve(listener: TcpListener, handle: Arc<PrometheusHandle>) {
-    use hyper::service::service_fn;
-    loop {
-        let (stream, _) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                // Out of file descriptors, most likely: wait a little.
-                tracing::warn!(%error, "metrics listener: cannot accept");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let handle = handle.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
-                let response = answer(&handle, request.method(), request.uri().path());
-                std::future::ready(Ok::<_, std::convert::Infallible>(response))
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                .await;
-        });
-    }
+    let answer = move |request: http::Request<hyper::body::Incoming>| {
+        std::future::ready(answer(&handle, request.method(), request.uri().path()))
+    };
+    super::http_listener::serve(listener, "metrics", Arc::new(answer)).await
 }
 
 fn answer(handle: &PrometheusHandle, method: &http::Method, path: &str) -> http::Response<String> {

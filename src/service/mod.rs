@@ -24,6 +24,7 @@ pub mod grpc;
 pub mod grpc_headers;
 pub mod grpc_metrics;
 pub mod grpc_trace;
+pub mod http_listener;
 pub mod job;
 pub mod job_filter;
 pub mod job_id;

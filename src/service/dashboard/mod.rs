@@ -23,10 +23,8 @@
 //!
 //! Not yet: TLS (a server with TLS refuses `--http-listen`), a trace chart.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use http::{header, Method, StatusCode};
 use http_body_util::BodyExt;
@@ -67,28 +65,15 @@ pub async fn listen(
         .map_err(|e| std::io::Error::new(e.kind(), format!("dashboard on {addr}: {e}")))?;
     let bound = listener.local_addr()?;
     let dashboard = Arc::new(dashboard);
-    let task = tokio::spawn(async move {
-        loop {
-            let (stream, _) = match listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    tracing::warn!(%error, "dashboard listener: cannot accept");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            let dashboard = dashboard.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |request| {
-                    let dashboard = dashboard.clone();
-                    async move { Ok::<_, Infallible>(dashboard.answer(request).await) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
+    let answer = move |request| {
+        let dashboard = dashboard.clone();
+        async move { dashboard.answer(request).await }
+    };
+    let task = tokio::spawn(super::http_listener::serve(
+        listener,
+        "dashboard",
+        Arc::new(answer),
+    ));
     tracing::info!(http_addr = %bound, "dashboard at /");
     Ok((bound, task.abort_handle()))
 }
