@@ -349,7 +349,7 @@ impl Dashboard {
                 let size: usize = query(uri, "size").parse().unwrap_or(20).clamp(1, 1000);
                 let request = pb::GetJobRequest {
                     name: format!("jobs/{id}"),
-                    max_solutions: u32::try_from(offset + size).unwrap_or(u32::MAX),
+                    max_solutions: u32::try_from(offset.saturating_add(size)).unwrap_or(u32::MAX),
                 };
                 let got = self
                     .solver
