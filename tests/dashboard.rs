@@ -3,14 +3,18 @@
 //! processes running an enumeration; `node tests/browser/dashboard.mjs`
 //! drives Debian's chromium with playwright-core through the jobs list
 //! (progress advancing), the workers page (two, then one after a kill, which
-//! this test does when the script asks), the job page (cancel) and the
-//! puzzle page (a picture; hostile text shown as text). Screenshots go to
+//! this test does when the script asks), the job page (its trace chart,
+//! cancel) and the puzzle page (a puzzle of each of the seven kinds solved
+//! and its picture checked, an enumeration drawn solution by solution,
+//! hostile text shown as text). A second server, with API keys and TLS,
+//! serves the page over HTTPS: it asks for a key, refuses a wrong one, and
+//! shows each key only its own job. Screenshots go to
 //! target/dashboard-screenshots/.
 //!
 //! Needs node, chromium (`XCCD_CHROMIUM`, else /usr/bin/chromium) and
 //! `npm ci --prefix .ci/browser`; skips with a note without them, unless
 //! `XCCD_REQUIRE_BROWSER=1` (.ci/run) makes that a failure. Without
-//! `--http-listen` no HTTP port opens (the last test).
+//! `--http-listen` no HTTP port opens (`no_http_port_without_the_flag`).
 
 mod common;
 
@@ -20,8 +24,10 @@ use std::process::{Command, Stdio};
 
 use common::cluster::Worker;
 use common::service::connect;
+use xccd::service::callers::ApiKeys;
+use xccd::service::credentials::{endpoint, ClientTls, ServerTls};
 use xccd::service::proto as pb;
-use xccd::service::server::{start, ServeConfig};
+use xccd::service::server::{start, RunningServer, ServeConfig};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -49,12 +55,7 @@ fn missing() -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dashboard_in_a_browser() {
-    if let Some(why) = missing() {
-        assert!(
-            std::env::var("XCCD_REQUIRE_BROWSER").is_err(),
-            "XCCD_REQUIRE_BROWSER is set but {why}"
-        );
-        eprintln!("note: skipping the dashboard's browser test: {why}");
+    if skip_browser() {
         return;
     }
     let server = start(ServeConfig {
@@ -88,10 +89,43 @@ async fn dashboard_in_a_browser() {
         .expect("a job");
     let id = job.name.strip_prefix("jobs/").unwrap().to_string();
 
-    let shots = root().join("target/dashboard-screenshots");
+    browse(
+        &["tour", &format!("http://{http}"), &id],
+        move |line| {
+            if line == "kill-worker" {
+                drop(second.take());
+            }
+        },
+        &[
+            "jobs",
+            "workers-two",
+            "workers-one",
+            "job-running",
+            "job-cancelled",
+            "puzzle-sudoku",
+            "puzzle-queens",
+            "puzzle-latin",
+            "puzzle-futoshiki",
+            "puzzle-hidato",
+            "puzzle-hitori",
+            "puzzle-slitherlink",
+            "puzzle-enumerated",
+            "puzzle-hostile",
+        ],
+    )
+    .await;
+}
+
+/// Runs tests/browser/dashboard.mjs with `args` (its mode and URL first;
+/// the screenshots' folder is put after them), calling `on_line` with
+/// each line it prints; asserts that it passes and saved `shots`.
+async fn browse(args: &[&str], mut on_line: impl FnMut(&str) + Send + 'static, shots: &[&str]) {
+    let folder = root().join("target/dashboard-screenshots");
     let mut script = Command::new("node")
         .arg(root().join("tests/browser/dashboard.mjs"))
-        .args([&format!("http://{http}"), &id, shots.to_str().unwrap()])
+        .args(&args[..2])
+        .arg(&folder)
+        .args(&args[2..])
         .stdout(Stdio::piped())
         .spawn()
         .expect("node runs");
@@ -101,9 +135,7 @@ async fn dashboard_in_a_browser() {
         for line in BufReader::new(stdout).lines() {
             let line = line.expect("a line");
             eprintln!("browser: {line}");
-            if line == "kill-worker" {
-                drop(second.take());
-            }
+            on_line(&line);
             seen.push(line);
         }
         seen
@@ -113,16 +145,96 @@ async fn dashboard_in_a_browser() {
     let status = script.wait().expect("node ends");
     assert!(status.success(), "the browser test failed: {lines:?}");
     assert_eq!(lines.last().map(String::as_str), Some("done"));
-    for shot in [
-        "jobs",
-        "workers-two",
-        "workers-one",
-        "job-cancelled",
-        "puzzle-queens",
-        "puzzle-hostile",
-    ] {
-        assert!(shots.join(format!("{shot}.png")).exists(), "{shot}.png");
+    for shot in shots {
+        assert!(folder.join(format!("{shot}.png")).exists(), "{shot}.png");
     }
+}
+
+/// Skips the browser test that calls it (true) where it cannot run.
+fn skip_browser() -> bool {
+    let Some(why) = missing() else {
+        return false;
+    };
+    assert!(
+        std::env::var("XCCD_REQUIRE_BROWSER").is_err(),
+        "XCCD_REQUIRE_BROWSER is set but {why}"
+    );
+    eprintln!("note: skipping the dashboard's browser test: {why}");
+    true
+}
+
+const KEYS: &str = "alice alice-key-0123456789\nbob bob-key-0123456789ab\n";
+const ALICE: &str = "alice-key-0123456789";
+const BOB: &str = "bob-key-0123456789ab";
+
+/// A server with [`KEYS`] and the dashboard, with TLS on both ports if `tls`.
+async fn keyed_server(tls: Option<ServerTls>) -> RunningServer {
+    start(ServeConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        http_listen: Some("127.0.0.1:0".parse().unwrap()),
+        api_keys: Some(std::sync::Arc::new(ApiKeys::parse(KEYS).unwrap())),
+        tls,
+        ..ServeConfig::default()
+    })
+    .await
+    .expect("the server starts")
+}
+
+/// With API keys on, the page asks for one (kept in the tab's session),
+/// refuses a wrong one with a message saying so, and shows each key's
+/// jobs only; over HTTPS, with the gRPC port's certificate (the browser
+/// is told to accept it: it is self-signed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_keys_in_a_browser() {
+    if skip_browser() {
+        return;
+    }
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let cert = certified.cert.pem();
+    let server = keyed_server(Some(ServerTls {
+        cert: cert.clone().into_bytes(),
+        key: certified.signing_key.serialize_pem().into_bytes(),
+        client_ca: None,
+    }))
+    .await;
+    let http = server.http_addr.unwrap();
+    // Plain HTTP gets no page from the HTTPS port.
+    let mut plain = std::net::TcpStream::connect(http).unwrap();
+    std::io::Write::write_all(&mut plain, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut plain, &mut answer);
+    assert!(!answer.starts_with(b"HTTP/1.1 200"), "plain HTTP answered");
+    let tls = ClientTls {
+        ca: Some(cert.into_bytes()),
+        identity: None,
+    };
+    let url = format!("https://localhost:{}", server.addr.port());
+    let channel = endpoint(&url, &tls).unwrap().connect().await.expect("TLS");
+    let mut client = pb::solver_service_client::SolverServiceClient::new(channel);
+    let mut jobs = Vec::new();
+    for key in [ALICE, BOB] {
+        let mut request = tonic::Request::new(pb::CreateJobRequest {
+            source: Some(pb::create_job_request::Source::Puzzle(pb::Puzzle {
+                kind: pb::PuzzleKind::Queens as i32,
+                grid: Some(pb::puzzle::Grid::Text("6".into())),
+                ..Default::default()
+            })),
+            ..Default::default()
+        });
+        request
+            .metadata_mut()
+            .insert("authorization", format!("Bearer {key}").parse().unwrap());
+        let job = client.create_job(request).await.expect("created");
+        let name = job.into_inner().job.expect("a job").name;
+        jobs.push(name.strip_prefix("jobs/").unwrap().to_string());
+    }
+    let url = format!("https://localhost:{}", http.port());
+    browse(
+        &["keys", &url, ALICE, &jobs[0], BOB, &jobs[1]],
+        |_| {},
+        &["keys-asked", "keys-refused", "keys-own-jobs"],
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -155,17 +267,7 @@ fn get(addr: std::net::SocketAddr, path: &str, key: Option<&str>) -> (u16, Strin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_keys_apply_to_the_json_api() {
-    use std::sync::Arc;
-    use xccd::service::callers::ApiKeys;
-    const KEYS: &str = "alice alice-key-0123456789\nbob bob-key-0123456789ab\n";
-    let server = start(ServeConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        http_listen: Some("127.0.0.1:0".parse().unwrap()),
-        api_keys: Some(Arc::new(ApiKeys::parse(KEYS).unwrap())),
-        ..ServeConfig::default()
-    })
-    .await
-    .expect("the server starts");
+    let server = keyed_server(None).await;
     let http = server.http_addr.unwrap();
     // The page itself needs no key; it asks for one when the API refuses.
     assert_eq!(get(http, "/", None).0, 200);
@@ -173,8 +275,11 @@ async fn api_keys_apply_to_the_json_api() {
     assert_eq!(status, 401, "{body}");
     assert_eq!(get(http, "/api/jobs", Some("wrong-key-0123456789")).0, 401);
     assert_eq!(get(http, "/api/workers", None).0, 401);
-    let (status, body) = get(http, "/api/jobs", Some("alice-key-0123456789"));
-    assert_eq!((status, body.as_str()), (200, r#"{"jobs":[]}"#));
-    let (status, body) = get(http, "/api/workers", Some("bob-key-0123456789ab"));
+    let (status, body) = get(http, "/api/jobs", Some(ALICE));
+    assert_eq!(
+        (status, body.as_str()),
+        (200, r#"{"jobs":[],"more":false}"#)
+    );
+    let (status, body) = get(http, "/api/workers", Some(BOB));
     assert_eq!((status, body.as_str()), (200, r#"{"workers":[]}"#));
 }

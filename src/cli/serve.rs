@@ -55,8 +55,8 @@ pub struct ServeArgs {
     #[arg(long, env = "XCCD_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
     /// Address to serve the web dashboard on (jobs, workers, puzzles) and
-    /// its JSON API (`/api/`); off unless given. Plain HTTP: refused with
-    /// --tls-cert.
+    /// its JSON API (`/api/`); off unless given. HTTPS with the gRPC
+    /// port's certificate when --tls-cert is given.
     #[arg(long, env = "XCCD_HTTP_LISTEN")]
     pub http_listen: Option<SocketAddr>,
     /// Most long jobs (Enumerate, CreateJob, EnumeratePuzzle) queued or

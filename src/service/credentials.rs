@@ -36,6 +36,39 @@ impl ServerTls {
         }
         config
     }
+
+    /// The same certificate, key and client CAs as a rustls configuration
+    /// for an HTTP/1.1 listener (the dashboard's), where [`config`](Self::config)
+    /// is tonic's for the gRPC ports.
+    pub fn http1_config(&self) -> Result<tokio_rustls::rustls::ServerConfig, String> {
+        use tokio_rustls::rustls::pki_types::pem::PemObject;
+        use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        use tokio_rustls::rustls::{server::WebPkiClientVerifier, RootCertStore, ServerConfig};
+        let certificates = |pem: &[u8], what: &str| {
+            CertificateDer::pem_slice_iter(pem)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("{what}: {e}"))
+        };
+        let chain = certificates(&self.cert, "the certificate")?;
+        let key = PrivateKeyDer::from_pem_slice(&self.key).map_err(|e| format!("the key: {e}"))?;
+        let builder = ServerConfig::builder();
+        let builder = match &self.client_ca {
+            None => builder.with_no_client_auth(),
+            Some(ca) => {
+                let mut roots = RootCertStore::empty();
+                roots.add_parsable_certificates(certificates(ca, "the client CA")?);
+                let verifier = WebPkiClientVerifier::builder(roots.into())
+                    .build()
+                    .map_err(|e| format!("the client CA: {e}"))?;
+                builder.with_client_cert_verifier(verifier)
+            }
+        };
+        let mut config = builder
+            .with_single_cert(chain, key)
+            .map_err(|e| e.to_string())?;
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(config)
+    }
 }
 
 /// A client's TLS: the CA that signed the server's certificate (none: the

@@ -381,7 +381,7 @@ async fn serve(listener: TcpListener, handle: Arc<PrometheusHandle>) {
     let answer = move |request: http::Request<hyper::body::Incoming>| {
         std::future::ready(answer(&handle, request.method(), request.uri().path()))
     };
-    super::http_listener::serve(listener, "metrics", Arc::new(answer)).await
+    super::http_listener::serve(listener, "metrics", Arc::new(answer), None).await
 }
 
 fn answer(handle: &PrometheusHandle, method: &http::Method, path: &str) -> http::Response<String> {

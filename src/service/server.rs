@@ -321,13 +321,6 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
         config.api.buffer_batches,
     ));
     let http = match config.http_listen {
-        Some(_) if config.tls.is_some() => {
-            return Err(setup_error(
-                "--http-listen serves plain HTTP only: the dashboard has no TLS yet; \
-                 run it without --tls-cert, or put it behind a TLS proxy"
-                    .into(),
-            ))
-        }
         Some(at) => Some(
             super::dashboard::listen(
                 at,
@@ -335,6 +328,8 @@ pub async fn start(config: ServeConfig) -> std::io::Result<RunningServer> {
                     solver: solver.clone(),
                     puzzles: puzzle_api.clone(),
                     api_keys: config.api_keys.clone(),
+                    tls: config.tls.clone(),
+                    fence: config.fence.clone(),
                 },
             )
             .await?,

@@ -13,7 +13,11 @@
 //! limits and errors are the RPCs' own; only the encoding differs.
 //! Progress is polled (a GET a second per open page) rather than streamed
 //! with Server-Sent Events: the pages show snapshots, and a poll needs no
-//! long-lived connection to clean up.
+//! long-lived connection to clean up. The puzzle page's enumeration is a
+//! job like any other (`POST /api/jobs`, CreateJob): it is listed, can be
+//! cancelled from its page, belongs to the caller's key, and outlives the
+//! tab; the page polls it for the solutions it keeps, each with its
+//! picture, and draws them as they arrive.
 //!
 //! Nothing a user or a job supplies is markup: the page writes text with
 //! `textContent` only, and a puzzle's picture (our own renderer's SVG,
@@ -21,7 +25,10 @@
 //! no script runs. Responses carry a Content-Security-Policy that allows
 //! only the page's own script and style.
 //!
-//! Not yet: TLS (a server with TLS refuses `--http-listen`), a trace chart.
+//! With a certificate (`--tls-cert`) the dashboard serves HTTPS only, with
+//! the gRPC port's certificate, key and client CAs (rustls, as tonic).
+//! While a coordinator does not lead (several on one PostgreSQL store),
+//! every API call is refused NOT_LEADER, as on its gRPC port.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -34,23 +41,32 @@ use tonic::metadata::MetadataValue;
 use tonic::{Request, Status};
 
 use super::callers::{authenticate, ApiKeys};
+use super::credentials::ServerTls;
 use super::grpc::SolverApi;
 use super::proto as pb;
 use super::proto::puzzle_service_server::PuzzleService;
 use super::proto::solver_service_server::SolverService;
 use super::puzzles_grpc::PuzzleApi;
+use super::store::fence::Fence;
 
 const INDEX: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/app.js");
 const STYLE: &str = include_str!("assets/app.css");
 /// The largest request body read (a puzzle's text).
 const MAX_BODY: usize = 1 << 20;
+/// The most jobs the list answers (the newest), saying when there are more.
+const MAX_LISTED: usize = 5000;
 
 /// What the routes call.
 pub struct Dashboard {
     pub solver: Arc<SolverApi>,
     pub puzzles: Arc<PuzzleApi>,
     pub api_keys: Option<Arc<ApiKeys>>,
+    /// HTTPS with the gRPC port's certificate, if it has one.
+    pub tls: Option<ServerTls>,
+    /// The lease a coordinator leads under (several on one store): the API
+    /// answers NOT_LEADER once it is lost.
+    pub fence: Option<Arc<Fence>>,
 }
 
 /// Listens on `addr` and serves the dashboard until the handle aborts it
@@ -64,6 +80,18 @@ pub async fn listen(
         .await
         .map_err(|e| std::io::Error::new(e.kind(), format!("dashboard on {addr}: {e}")))?;
     let bound = listener.local_addr()?;
+    let tls = match &dashboard.tls {
+        Some(tls) => Some(tokio_rustls::TlsAcceptor::from(Arc::new(
+            tls.http1_config().map_err(|e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("dashboard TLS: {e}"),
+                )
+            })?,
+        ))),
+        None => None,
+    };
+    let https = tls.is_some();
     let dashboard = Arc::new(dashboard);
     let answer = move |request| {
         let dashboard = dashboard.clone();
@@ -73,8 +101,9 @@ pub async fn listen(
         listener,
         "dashboard",
         Arc::new(answer),
+        tls,
     ));
-    tracing::info!(http_addr = %bound, "dashboard at /");
+    tracing::info!(http_addr = %bound, https, "dashboard at /");
     Ok((bound, task.abort_handle()))
 }
 
@@ -233,6 +262,9 @@ impl Dashboard {
         authorization: Option<&http::HeaderValue>,
         message: T,
     ) -> Result<Request<T>, Status> {
+        if let Some(fence) = self.fence.as_ref().filter(|fence| !fence.leads()) {
+            return Err(super::status::not_leader(fence.leader().as_deref()));
+        }
         let mut request = Request::new(());
         if let Some(value) = authorization.and_then(|v| MetadataValue::try_from(v.as_bytes()).ok())
         {
@@ -314,6 +346,12 @@ impl Dashboard {
                 .unwrap_or("")
                 .to_string()
         };
+        // The puzzle of the body: its kind's name and its text.
+        let puzzle = || pb::Puzzle {
+            kind: puzzle_kind(&text("kind")),
+            grid: Some(pb::puzzle::Grid::Text(text("text"))),
+            ..Default::default()
+        };
         let segments: Vec<&str> = path.trim_start_matches("/api/").split('/').collect();
         match (method, segments.as_slice()) {
             (&Method::GET, ["jobs"]) => {
@@ -323,8 +361,9 @@ impl Dashboard {
                 } else {
                     format!("state = {state}")
                 };
-                let mut jobs = Vec::new();
+                let mut jobs = std::collections::VecDeque::new();
                 let mut page_token = String::new();
+                let mut more = false;
                 loop {
                     let request = pb::ListJobsRequest {
                         page_size: 1000,
@@ -337,12 +376,17 @@ impl Dashboard {
                         .await?
                         .into_inner();
                     jobs.extend(page.jobs.iter().map(job_json));
-                    if page.next_page_token.is_empty() || jobs.len() >= 5000 {
+                    // The list runs oldest first: the newest are kept.
+                    while jobs.len() > MAX_LISTED {
+                        jobs.pop_front();
+                        more = true;
+                    }
+                    if page.next_page_token.is_empty() {
                         break;
                     }
                     page_token = page.next_page_token;
                 }
-                Ok(json!({"jobs": jobs}))
+                Ok(json!({"jobs": jobs, "more": more}))
             }
             (&Method::GET, ["jobs", id]) => {
                 let offset: usize = query(uri, "offset").parse().unwrap_or(0);
@@ -357,13 +401,34 @@ impl Dashboard {
                     .await?
                     .into_inner();
                 let job = got.job.unwrap_or_default();
-                let solutions: Vec<Value> = got
-                    .solutions
-                    .iter()
-                    .skip(offset)
-                    .map(solution_json)
-                    .collect();
+                let mut solutions = Vec::new();
+                for solution in got.solutions.iter().skip(offset) {
+                    let mut value = solution_json(solution);
+                    // A puzzle's solution comes with its picture.
+                    if let (Some(grid), true) = (&solution.grid, job.puzzle_kind != 0) {
+                        let draw = pb::DrawPuzzleRequest {
+                            kind: job.puzzle_kind,
+                            solution: Some(grid.clone()),
+                        };
+                        let drawn = self.puzzles.draw_puzzle(self.rpc(auth, draw)?).await;
+                        value["svg"] = drawn.map_or(Value::Null, |d| d.into_inner().svg.into());
+                    }
+                    solutions.push(value);
+                }
                 Ok(json!({"job": job_json(&job), "offset": offset, "solutions": solutions}))
+            }
+            (&Method::POST, ["jobs"]) => {
+                // An enumeration of a puzzle: the first `limit` solutions
+                // (0: all), the first 1,000 kept for the page.
+                let limit = body.get("limit").and_then(Value::as_u64).unwrap_or(0);
+                let request = pb::CreateJobRequest {
+                    source: Some(pb::create_job_request::Source::Puzzle(puzzle())),
+                    limit,
+                    keep_solutions: 1000,
+                    ..Default::default()
+                };
+                let created = self.solver.create_job(self.rpc(auth, request)?).await?;
+                Ok(json!({"job": created.get_ref().job.as_ref().map(job_json)}))
             }
             (&Method::POST, ["jobs", id, "cancel"]) => {
                 let request = pb::CancelJobRequest {
@@ -409,11 +474,7 @@ impl Dashboard {
             (&Method::POST, ["puzzles", "solve"]) => {
                 let kind = puzzle_kind(&text("kind"));
                 let request = pb::SolvePuzzleRequest {
-                    puzzle: Some(pb::Puzzle {
-                        kind,
-                        grid: Some(pb::puzzle::Grid::Text(text("text"))),
-                        ..Default::default()
-                    }),
+                    puzzle: Some(puzzle()),
                     limit: 1,
                     ..Default::default()
                 };

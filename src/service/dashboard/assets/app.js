@@ -4,6 +4,9 @@
 // an <img> of a data: URL, where no script runs.
 "use strict";
 
+// The API key lives in the tab's sessionStorage: sent as a header on every
+// API call, forgotten when the tab closes (never a cookie, so no other site
+// can make the browser send it).
 const KEY = "xccd-api-key";
 let timer = null;
 
@@ -26,7 +29,7 @@ function showError(message) {
 
 async function api(method, path, body) {
   const headers = {};
-  const key = localStorage.getItem(KEY);
+  const key = sessionStorage.getItem(KEY);
   if (key) headers["authorization"] = "Bearer " + key;
   if (body !== undefined) headers["content-type"] = "application/json";
   const response = await fetch("/api/" + path, {
@@ -35,7 +38,9 @@ async function api(method, path, body) {
   const answer = await response.json();
   if (response.status === 401) {
     document.getElementById("key-form").hidden = false;
-    throw new Error("this server takes API keys: enter yours above (" + answer.message + ")");
+    throw new Error(key
+      ? "the API key was refused: it is not one of this server's keys; enter another above"
+      : "this server takes API keys: enter yours above");
   }
   if (!response.ok) throw new Error(answer.message || response.statusText);
   return answer;
@@ -56,6 +61,40 @@ function progressCell(job) {
   return el("td", { class: "fraction" }, bar, " " + (100 * fraction).toFixed(2) + "%");
 }
 
+// A small chart of a job's progress over time, drawn from the samples the
+// page has polled (from the job's start, where everything is 0): the tree's
+// fraction done and the solutions found, each scaled to its latest value,
+// against the elapsed time.
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attributes) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
+  return node;
+}
+function traceChart(samples) {
+  const width = 360, plot = 110, height = plot + 18, pad = 4;
+  const chart = svg("svg", { id: "job-trace", width, height, viewBox: `0 0 ${width} ${height}`,
+    role: "img", "data-samples": samples.length });
+  chart.append(svg("rect", { x: 0, y: 0, width, height: plot, class: "frame" }));
+  if (samples.length === 0) return chart;
+  const last = samples[samples.length - 1];
+  const span = Math.max(1e-9, last.t);
+  const x = t => pad + (width - 2 * pad) * (t / span);
+  const y = v => plot - pad - (plot - 2 * pad) * Math.min(1, Math.max(0, v));
+  const lines = [["fraction", s => s.fraction / Math.max(1e-12, last.fraction)],
+    ["solutions", s => s.solutions / Math.max(1, last.solutions)]];
+  for (const [name, value] of lines) {
+    chart.append(svg("polyline", { class: name, fill: "none",
+      points: [{ t: 0, fraction: 0, solutions: 0 }, ...samples]
+        .map(s => x(s.t).toFixed(1) + "," + y(value(s)).toFixed(1)).join(" ") }));
+  }
+  const label = svg("text", { x: pad, y: height - 4, class: "legend" });
+  label.textContent = "— tree done (" + (100 * last.fraction).toFixed(2) + "%)  - - solutions (" +
+    number(last.solutions) + ")  over " + (seconds(span) || "0 s");
+  chart.append(label);
+  return chart;
+}
+
 // Calls `draw` now and every second until the route changes.
 function poll(draw) {
   const run = async () => {
@@ -73,8 +112,9 @@ function jobsView(main) {
   filter.value = sessionStorage.getItem("state-filter") || "";
   filter.addEventListener("change", () => sessionStorage.setItem("state-filter", filter.value));
   const body = el("tbody");
+  const more = el("p", { id: "jobs-more" });
   main.append(
-    el("h2", { text: "Jobs" }),
+    el("h2", { text: "Jobs" }), more,
     el("div", { class: "toolbar" }, el("label", { text: "State " }, filter)),
     el("table", { id: "jobs-table" },
       el("thead", {}, el("tr", {}, ...["Job", "State", "Kind", "Progress (tree)", "ETA", "Nodes", "Nodes/s",
@@ -83,6 +123,7 @@ function jobsView(main) {
   poll(async () => {
     const state = filter.value;
     const answer = await api("GET", "jobs" + (state ? "?state=" + encodeURIComponent(state) : ""));
+    more.textContent = answer.more ? "Only the newest " + number(answer.jobs.length) + " jobs are listed." : "";
     body.replaceChildren(...answer.jobs.slice().reverse().map(job => el("tr", { "data-job": job.id },
       el("td", {}, el("a", { href: "#job/" + encodeURIComponent(job.id), text: job.id })),
       el("td", { class: "state", text: job.state }),
@@ -113,7 +154,10 @@ function jobView(main, id) {
   });
   previous.addEventListener("click", () => { offset = Math.max(0, offset - pageSize); });
   next.addEventListener("click", () => { offset += pageSize; });
+  const trace = el("div", { id: "job-trace-box" });
+  const samples = [];
   main.append(el("h2", { text: "Job " + id }), el("div", { class: "toolbar" }, cancel, remove), stats,
+    el("h3", { text: "Progress over time" }), trace,
     el("h3", { text: "Kept solutions" }), el("div", { class: "toolbar" }, previous, next), solutions);
   poll(async () => {
     const answer = await api("GET", "jobs/" + encodeURIComponent(id) + "?offset=" + offset + "&size=" + pageSize);
@@ -128,9 +172,28 @@ function jobView(main, id) {
       ["End reason", job.summary ? job.summary.reason : ""], ["Error", job.summary ? job.summary.error : ""]];
     stats.replaceChildren(...rows.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { "data-stat": k, text: v })]));
     cancel.disabled = !["QUEUED", "RUNNING"].includes(job.state);
+    const solved = job.summary ? job.summary.solutions : job.progress.solutions;
+    const last = samples[samples.length - 1];
+    if (!last || job.progress.elapsed_seconds > last.t) {
+      const done = job.state === "SUCCEEDED" && job.summary && job.summary.exhausted;
+      samples.push({ t: job.progress.elapsed_seconds, fraction: done ? 1 : job.progress.fraction_done, solutions: solved });
+      if (samples.length > 600) samples.shift();
+    }
+    trace.replaceChildren(traceChart(samples));
     solutions.setAttribute("start", String(answer.offset + 1));
-    solutions.replaceChildren(...answer.solutions.map(s => el("li", {}, el("pre", { text: s.grid || s.options.join("\n") }))));
+    solutions.replaceChildren(...answer.solutions.map(solutionItem));
   });
+}
+
+// A kept solution: its text, and its picture if it is a puzzle's.
+function solutionItem(solution) {
+  const item = el("li", {}, el("pre", { text: solution.grid || solution.options.join("\n") }));
+  if (solution.svg) item.append(picture(solution.svg, "solution"));
+  return item;
+}
+
+function picture(svgText, alt) {
+  return el("img", { alt, src: "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svgText) });
 }
 
 function workersView(main) {
@@ -169,29 +232,62 @@ function puzzleView(main) {
   text.value = SAMPLES.sudoku;
   kind.addEventListener("change", () => { text.value = SAMPLES[kind.value]; });
   const solve = el("button", { id: "solve-button", type: "button", text: "Solve" });
+  const limit = el("input", { id: "enumerate-limit", type: "number", min: "0", value: "20", size: "6" });
+  const enumerate = el("button", { id: "enumerate-button", type: "button", text: "Enumerate" });
   const echo = el("pre", { id: "puzzle-echo" });
   const result = el("pre", { id: "puzzle-solution" });
   const status = el("p", { id: "puzzle-status" });
-  const picture = el("div", { class: "picture", id: "puzzle-picture" });
-  solve.addEventListener("click", async () => {
+  const picturebox = el("div", { class: "picture", id: "puzzle-picture" });
+  const found = el("ol", { id: "puzzle-solutions", class: "picture" });
+  const started = () => {
+    clearInterval(timer);
     echo.textContent = text.value;
     result.textContent = "";
-    picture.replaceChildren();
+    picturebox.replaceChildren();
+    found.replaceChildren();
+  };
+  solve.addEventListener("click", async () => {
+    started();
     status.textContent = "solving…";
     try {
       const answer = await api("POST", "puzzles/solve", { kind: kind.value, text: text.value });
       if (!answer.solution) { status.textContent = "no solution"; return; }
       status.textContent = "solved";
       result.textContent = answer.solution;
-      picture.append(el("img", { alt: kind.value + " solution",
-        src: "data:image/svg+xml;charset=utf-8," + encodeURIComponent(answer.svg) }));
+      picturebox.append(picture(answer.svg, kind.value + " solution"));
     } catch (e) {
       status.textContent = "refused: " + e.message;
     }
   });
+  // An enumeration is a job: the page polls it and draws each solution
+  // kept as it arrives, with the job's progress.
+  enumerate.addEventListener("click", async () => {
+    started();
+    status.textContent = "starting…";
+    let job;
+    try {
+      job = (await api("POST", "jobs", { kind: kind.value, text: text.value, limit: Number(limit.value) || 0 })).job;
+    } catch (e) {
+      status.textContent = "refused: " + e.message;
+      return;
+    }
+    const link = el("a", { id: "puzzle-job", href: "#job/" + encodeURIComponent(job.id), text: "job " + job.id });
+    poll(async () => {
+      const answer = await api("GET", "jobs/" + encodeURIComponent(job.id) + "?offset=" + found.children.length + "&size=50");
+      for (const s of answer.solutions) found.append(solutionItem(s));
+      const now = answer.job;
+      const live = ["QUEUED", "RUNNING"].includes(now.state);
+      const count = now.summary ? now.summary.solutions : now.progress.solutions;
+      status.replaceChildren((live ? "enumerating" : now.state.toLowerCase()) + ": " + number(count) +
+        " solutions, " + (100 * (live ? now.progress.fraction_done : 1)).toFixed(1) + "% of the tree, " +
+        found.children.length + " drawn · ", link);
+      if (!live && answer.solutions.length === 0) clearInterval(timer);
+    });
+  });
   main.append(el("h2", { text: "Puzzle" }),
-    el("div", { class: "toolbar" }, el("label", { text: "Kind " }, kind), solve),
-    text, el("h3", { text: "Puzzle as given" }), echo, status, result, picture);
+    el("div", { class: "toolbar" }, el("label", { text: "Kind " }, kind), solve,
+      el("label", { text: "Enumerate up to (0: all) " }, limit), enumerate),
+    text, el("h3", { text: "Puzzle as given" }), echo, status, result, picturebox, found);
 }
 
 function route() {
@@ -209,15 +305,17 @@ function route() {
 document.addEventListener("DOMContentLoaded", () => {
   const form = document.getElementById("key-form");
   const forget = document.getElementById("key-forget");
-  forget.hidden = !localStorage.getItem(KEY);
+  forget.hidden = !sessionStorage.getItem(KEY);
   form.addEventListener("submit", e => {
     e.preventDefault();
-    localStorage.setItem(KEY, document.getElementById("key-input").value);
+    const input = document.getElementById("key-input");
+    sessionStorage.setItem(KEY, input.value.trim());
+    input.value = "";
     form.hidden = true;
     forget.hidden = false;
     route();
   });
-  forget.addEventListener("click", () => { localStorage.removeItem(KEY); forget.hidden = true; route(); });
+  forget.addEventListener("click", () => { sessionStorage.removeItem(KEY); forget.hidden = true; route(); });
   window.addEventListener("hashchange", route);
   route();
 });
