@@ -248,6 +248,84 @@ async fn no_http_port_without_the_flag() {
     assert!(server.http_addr.is_none());
 }
 
+/// The TCP ports process `pid` listens on (Linux: its sockets' inodes in
+/// /proc/PID/fd, their ports in /proc/net/tcp and tcp6).
+fn listening_ports(pid: u32) -> std::collections::BTreeSet<u16> {
+    let inodes: std::collections::HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("its file descriptors")
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|link| {
+            let link = link.to_string_lossy().into_owned();
+            Some(
+                link.strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_string(),
+            )
+        })
+        .collect();
+    let mut ports = std::collections::BTreeSet::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        for line in std::fs::read_to_string(table)
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+        {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // local_address is fields[1] (ADDR:PORT in hex), st fields[3]
+            // (0A: LISTEN), inode fields[9].
+            if fields.len() > 9 && fields[3] == "0A" && inodes.contains(fields[9]) {
+                let port = fields[1].rsplit(':').next().unwrap();
+                ports.insert(u16::from_str_radix(port, 16).unwrap());
+            }
+        }
+    }
+    ports
+}
+
+/// `xccd serve` itself: without --http-listen (nor XCCD_HTTP_LISTEN) the
+/// process listens on its gRPC port alone; with it, on the dashboard's too.
+#[test]
+fn the_process_listens_on_no_http_port_without_the_flag() {
+    use common::service::{free_port, Log, Server};
+    if !std::path::Path::new("/proc/net/tcp").exists() {
+        eprintln!("note: no /proc/net/tcp here: skipped");
+        return;
+    }
+    let dashboard = free_port();
+    for http in [None, Some(dashboard)] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_xccd"));
+        command
+            .env_remove("XCCD_HTTP_LISTEN")
+            .env_remove("XCCD_METRICS_LISTEN");
+        let flag = http.map(|at| format!("--http-listen={at}"));
+        let args: Vec<&str> = ["--threads", "1"]
+            .into_iter()
+            .chain(flag.as_deref())
+            .collect();
+        let mut server = Server::start_with(command, &args, Log::Null);
+        server.wait_listening();
+        let pid = server.process.child.id();
+        let expected: std::collections::BTreeSet<u16> = [Some(server.addr), http]
+            .into_iter()
+            .flatten()
+            .map(|a| a.port())
+            .collect();
+        // The gRPC port is bound first: the others follow within moments.
+        for _ in 0..100 {
+            if listening_ports(pid) == expected {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert_eq!(
+            listening_ports(pid),
+            expected,
+            "with --http-listen {http:?}"
+        );
+    }
+}
+
 /// `GET path` on the dashboard with `key` (or none): the status and body.
 fn get(addr: std::net::SocketAddr, path: &str, key: Option<&str>) -> (u16, String) {
     use std::io::{Read, Write};
