@@ -361,3 +361,101 @@ async fn api_keys_apply_to_the_json_api() {
     let (status, body) = get(http, "/api/workers", Some(BOB));
     assert_eq!((status, body.as_str()), (200, r#"{"workers":[]}"#));
 }
+
+/// A coordinator that lost the lead (several on one store) answers the
+/// dashboard's API NOT_LEADER, naming the leader, as its gRPC port does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_that_lost_the_lead_refuses_the_json_api() {
+    use xccd::service::store::fence::Fence;
+    let fence = std::sync::Arc::new(Fence::new());
+    fence.lead(7, "127.0.0.1:1");
+    let server = start(ServeConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        http_listen: Some("127.0.0.1:0".parse().unwrap()),
+        fence: Some(fence.clone()),
+        ..ServeConfig::default()
+    })
+    .await
+    .expect("the server starts");
+    let http = server.http_addr.unwrap();
+    assert_eq!(get(http, "/api/jobs", None).0, 200);
+    fence.lose(7, Some("10.0.0.2:50051".into()));
+    let (status, body) = get(http, "/api/jobs", None);
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("the leader is at 10.0.0.2:50051"), "{body}");
+    assert_eq!(get(http, "/api/workers", None).0, 503);
+}
+
+/// `GET /` over HTTPS at `addr` trusting `ca`, with a client certificate
+/// if given: the answer's first line, or why there is none.
+fn https_get(
+    addr: std::net::SocketAddr,
+    ca: &str,
+    identity: Option<(&str, &str)>,
+) -> Result<String, String> {
+    use std::io::{Read, Write};
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+    use tokio_rustls::rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+    let mut roots = RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(ca.as_bytes()).unwrap())
+        .unwrap();
+    let builder = ClientConfig::builder().with_root_certificates(roots);
+    let config = match identity {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => builder
+            .with_client_auth_cert(
+                vec![CertificateDer::from_pem_slice(cert.as_bytes()).unwrap()],
+                PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
+            )
+            .unwrap(),
+    };
+    let name = ServerName::try_from("localhost").unwrap();
+    let connection = ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    let tcp = std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    let mut tls = StreamOwned::new(connection, tcp);
+    tls.write_all(b"GET / HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n")
+        .map_err(|e| e.to_string())?;
+    let mut answer = String::new();
+    tls.read_to_string(&mut answer).map_err(|e| e.to_string())?;
+    Ok(answer.lines().next().unwrap_or("").to_string())
+}
+
+/// The dashboard's HTTPS takes the gRPC port's TLS as it is, mutual TLS
+/// too: a client without a certificate signed by the client CA gets no
+/// page, one with it does. (No browser needed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_with_the_grpc_ports_certificate_and_client_ca() {
+    let server_cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let client_cert = rcgen::generate_simple_self_signed(vec!["client".into()]).unwrap();
+    let ca = server_cert.cert.pem();
+    let client = (
+        client_cert.cert.pem(),
+        client_cert.signing_key.serialize_pem(),
+    );
+    for client_ca in [None, Some(client.0.clone())] {
+        let server = start(ServeConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            http_listen: Some("127.0.0.1:0".parse().unwrap()),
+            tls: Some(ServerTls {
+                cert: ca.clone().into_bytes(),
+                key: server_cert.signing_key.serialize_pem().into_bytes(),
+                client_ca: client_ca.clone().map(String::into_bytes),
+            }),
+            ..ServeConfig::default()
+        })
+        .await
+        .expect("the server starts");
+        let http = server.http_addr.unwrap();
+        let with_certificate = https_get(http, &ca, Some((&client.0, &client.1)));
+        assert_eq!(with_certificate.as_deref(), Ok("HTTP/1.1 200 OK"));
+        let without = https_get(http, &ca, None);
+        if client_ca.is_some() {
+            assert!(without.is_err(), "no client certificate: {without:?}");
+        } else {
+            assert_eq!(without.as_deref(), Ok("HTTP/1.1 200 OK"));
+        }
+        server.shutdown().await.unwrap();
+    }
+}
