@@ -123,6 +123,23 @@ async function tour(page, jobId) {
   await page.screenshot({ path: `${shots}/puzzle-enumerated.png`, fullPage: true });
   console.log("puzzle: enumerated, each solution drawn");
 
+  // A longer one: the pictures arrive a poll at a time (50 each), the
+  // status following the job.
+  await page.fill("#puzzle-text", "12");
+  await page.fill("#enumerate-limit", "200");
+  await page.click("#enumerate-button");
+  const drawnNow = () => page.locator("#puzzle-solutions img").count();
+  const seen = new Set();
+  for (let i = 0; i < 200 && (await drawnNow()) < 200; i++) {
+    seen.add(await drawnNow());
+    await page.waitForTimeout(100);
+  }
+  await waitCount(page.locator("#puzzle-solutions img"), 200, "200 12-queens solutions drawn");
+  const partial = [...seen].filter(n => n > 0 && n < 200);
+  check(partial.length > 0, "the solutions were drawn as they arrived: " + [...seen].join(", "));
+  await page.locator("#puzzle-status", { hasText: "succeeded: 200 solutions" }).waitFor({ timeout: 20000 });
+  console.log("puzzle: 200 solutions drawn in steps of " + [...seen].join(", "));
+
   // Hostile text shows as text: no element made of it, no script run.
   const hostile = `<script>alert("xss-script")</script>\n"><img src=x onerror=alert("xss-img")>`;
   await page.fill("#puzzle-text", hostile);
