@@ -312,6 +312,8 @@ struct Member {
     lease: Option<SimLease>,
     /// When the session last asked a give-away (never: due at once).
     last_give_ask: Option<u64>,
+    /// A give-away came back since the last give-away ask.
+    give_answered: bool,
     /// Looks scheduled before this generation are void.
     tick: u64,
     running: Option<Running>,
@@ -495,6 +497,7 @@ impl<'a> Cluster<'a> {
                     .map_err(|e| format!("gave_away: {e}"))?;
                 let job = held.job.clone();
                 self.give_aways += 1;
+                self.members[worker].give_answered = true;
                 self.pooled(|pool| pool.remote_gave_away(&job, task));
                 Ok(())
             }
@@ -584,8 +587,9 @@ impl<'a> Cluster<'a> {
                 let since = member
                     .last_give_ask
                     .map_or(Duration::MAX, |at| Duration::from_nanos(now - at));
-                give_ask_due(since).then(|| {
+                give_ask_due(since, member.give_answered).then(|| {
                     member.last_give_ask = Some(now);
+                    member.give_answered = false;
                     self.give_asks += 1;
                     AskKind::GiveAway
                 })

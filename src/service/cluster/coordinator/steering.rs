@@ -103,9 +103,12 @@ pub(crate) fn steer(decision: Decision) -> Steer {
     }
 }
 
-/// Whether a session may ask a give-away, `since` its last one: one a tick.
-pub(crate) fn give_ask_due(since: Duration) -> bool {
-    since >= TICK
+/// Whether a session may ask a give-away, `since` its last one: once its
+/// last ask was `answered` (a give-away came back: the run took the ask
+/// and may split again), else one a tick (a run that could not give yet
+/// keeps the ask pending, and asking again would add nothing).
+pub(crate) fn give_ask_due(since: Duration, answered: bool) -> bool {
+    answered || since >= TICK
 }
 
 impl Session {
@@ -175,8 +178,9 @@ impl Session {
             self.ask(id, kind).await?;
         }
         if let Some((id, _)) = give_to {
-            if give_ask_due(self.last_give_ask.elapsed()) {
+            if give_ask_due(self.last_give_ask.elapsed(), self.give_answered) {
                 self.last_give_ask = Instant::now();
+                self.give_answered = false;
                 self.ask(id, AskKind::GiveAway).await?;
             }
         }
