@@ -28,6 +28,8 @@
 //! time, then gets what its worker would tell it then: so the simulation
 //! is sequential, and deterministic.
 //!
+//! `XCCD_SIM_TRACE=1` prints every event on stderr, as it is taken.
+//!
 //! Left out (they do not move the splitting of one job): heartbeats (no
 //! lease stalls, and only node budgets read their counts), lost workers,
 //! other jobs, and the cost of the coordinator's CPU.

@@ -4,8 +4,9 @@
 //! give-away ask, nothing).
 //!
 //! It must not order the reasons itself (the policy does), and asks a
-//! give-away of one lease per session and tick, the oldest, so that one
-//! idle slot does not split every run of the cluster. The facts
+//! give-away of one lease per session at a time, the oldest (again once a
+//! give-away came back, else a tick later: [`give_ask_due`]), so that one
+//! idle slot does not split every run of the cluster over and over. The facts
 //! ([`LeaseAtPoll`]) and the translation ([`steer`], [`give_ask_due`]) are
 //! pure, so that the simulated cluster (`cluster::simulate`) steers its
 //! leases by the same rules in virtual time.
@@ -116,7 +117,7 @@ impl Session {
     /// threads are: revokes those of stopping jobs (and of jobs whose node
     /// budget is spent) and stuck ones, asks for checkpoints, and asks the
     /// oldest lease that may give work away to do so when a slot somewhere
-    /// is idle and nothing is queued (one ask a tick per session).
+    /// is idle and nothing is queued (one ask at a time per session).
     pub(super) async fn steer_leases(&mut self) -> Result<(), End> {
         // Decided over all the leases first, then sent: nothing is
         // allocated when there is nothing to ask (most looks).
