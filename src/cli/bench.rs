@@ -62,9 +62,27 @@ pub struct BenchArgs {
     /// against DLX6's, its time against DLX6's and against the plain count.
     #[arg(long, conflicts_with_all = ["service", "cluster", "scale"])]
     pub memo: bool,
-    /// With --scale: the numbers of workers, one row each.
-    #[arg(long, value_delimiter = ',', default_values_t = [10, 100, 1000], requires = "scale")]
+    /// Simulate a cluster counting INSTANCE in virtual time instead: the
+    /// real pool, ledger, policy and engine with N simulated workers, each
+    /// exploring --rate nodes a second, each message taking --latency-ms.
+    #[arg(long, requires = "instance", conflicts_with_all = ["service", "cluster", "scale", "memo"])]
+    pub simulate: bool,
+    /// With --simulate: a bench instance's name, or a DLX file.
+    #[arg(requires = "simulate")]
+    pub instance: Option<String>,
+    /// With --scale or --simulate: the numbers of workers, one row each.
+    #[arg(long, value_delimiter = ',', default_values_t = [10, 100, 1000])]
     pub workers: Vec<usize>,
+    /// With --simulate: how long a message between the coordinator and a
+    /// worker takes, in milliseconds.
+    #[arg(long, default_value_t = 1.0, requires = "simulate")]
+    pub latency_ms: f64,
+    /// With --simulate: chooses which idle worker a task goes to.
+    #[arg(long, default_value_t = 1, requires = "simulate")]
+    pub seed: u64,
+    /// With --simulate: nodes a simulated worker explores in a second.
+    #[arg(long, default_value_t = 5_000_000, requires = "simulate")]
+    pub rate: u64,
     /// With --scale: nodes a simulated worker explores per lease before it
     /// checkpoints.
     #[arg(long, default_value_t = 16, requires = "scale")]
@@ -220,6 +238,26 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
             _ => None,
         };
         return super::bench_cluster::run(&set, args.filter.as_deref(), tls, out);
+    }
+    if args.simulate {
+        let engine = match args.engine {
+            EngineArg::Cells => xccd::xcc::Engine::Cells,
+            EngineArg::Links | EngineArg::Both => xccd::xcc::Engine::Links,
+            EngineArg::Ssxcc => {
+                return Err(CliError::BadInput(
+                    "--simulate runs the links or the cells engine".into(),
+                ))
+            }
+        };
+        let simulate = super::bench_simulate::SimulateArgs {
+            instance: args.instance.as_deref().unwrap_or_default(),
+            workers: &args.workers,
+            latency_ms: args.latency_ms,
+            seed: args.seed,
+            rate: args.rate,
+            engine,
+        };
+        return super::bench_simulate::run(&set, &simulate, out);
     }
     if args.scale {
         return super::bench_scale::run(&set, &args.workers, args.lease_nodes, out);

@@ -12,6 +12,7 @@ mod bench_out;
 mod bench_scale;
 mod bench_service;
 mod bench_set;
+mod bench_simulate;
 mod cheapest;
 mod credentials;
 mod estimate;

@@ -42,6 +42,7 @@ pub mod coordinator;
 pub mod proto;
 pub mod roster;
 pub mod sim;
+pub mod simulate;
 pub mod worker;
 
 pub use coordinator::{ClusterConfig, CoordinatorApi};

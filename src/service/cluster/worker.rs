@@ -325,6 +325,26 @@ impl Cache {
     }
 }
 
+/// Whether a new ask replaces the pending `old` one: a revocation is
+/// final, nothing overrides it.
+pub(crate) fn overrides(old: AskKind) -> bool {
+    old != AskKind::Revoke
+}
+
+/// What a run is told at a poll, from the coordinator's pending ask; and
+/// whether the ask is taken by it (a give-away is advice, taken once).
+/// The real worker's rule, and the simulated cluster's
+/// (`cluster::simulate`).
+pub(crate) fn control_for(pending: AskKind, draining: bool) -> (Control, bool) {
+    match pending {
+        AskKind::Revoke => (Control::Stop, false),
+        AskKind::Checkpoint if draining => (Control::Release, false),
+        AskKind::Checkpoint => (Control::Checkpoint, false),
+        AskKind::GiveAway => (Control::GiveAway, true),
+        AskKind::Unspecified => (Control::Continue, false),
+    }
+}
+
 /// What the async side tells a running task, and reads of its progress.
 #[derive(Default)]
 struct RunControl {
@@ -341,11 +361,11 @@ struct RunControl {
 impl RunControl {
     fn ask(&self, kind: AskKind) {
         let kind = kind as u8;
-        // A revocation is final; nothing overrides it.
         let _ = self
             .ask
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |old| {
-                (old != AskKind::Revoke as u8).then_some(kind)
+                let old = AskKind::try_from(i32::from(old)).unwrap_or(AskKind::Unspecified);
+                overrides(old).then_some(kind)
             });
     }
 
@@ -744,17 +764,12 @@ impl Port for RemotePort<'_> {
         if self.disconnected {
             return Control::Stop;
         }
-        match self.control.pending() {
-            AskKind::Revoke => Control::Stop,
-            AskKind::Checkpoint if self.control.draining.load(Ordering::SeqCst) => Control::Release,
-            AskKind::Checkpoint => Control::Checkpoint,
-            AskKind::GiveAway => {
-                // Advice, taken once.
-                self.control.handled(AskKind::GiveAway);
-                Control::GiveAway
-            }
-            AskKind::Unspecified => Control::Continue,
+        let draining = self.control.draining.load(Ordering::SeqCst);
+        let (control, taken) = control_for(self.control.pending(), draining);
+        if taken {
+            self.control.handled(AskKind::GiveAway);
         }
+        control
     }
 
     fn given_away(&mut self, task: xcc::Task, found: u64) {

@@ -31,7 +31,7 @@ use crate::service::pool::Pool;
 
 mod reports;
 mod session;
-mod steering;
+pub(crate) mod steering;
 #[cfg(test)]
 mod tests;
 
@@ -67,13 +67,13 @@ impl Default for ClusterConfig {
 
 /// How often a session looks at its leases' jobs (stopping, stalled,
 /// others waiting, idle workers elsewhere).
-const TICK: Duration = Duration::from_millis(20);
+pub(crate) const TICK: Duration = Duration::from_millis(20);
 /// How often a session with an idle slot looks for a task unasked: a
 /// safety net, since it is woken when one is queued.
 const IDLE_LOOK: Duration = Duration::from_millis(500);
 /// How long a remote run keeps its slot while another job waits. Longer
 /// than the local time slice: asking costs a round trip.
-const REMOTE_SLICE: Duration = Duration::from_millis(50);
+pub(crate) const REMOTE_SLICE: Duration = Duration::from_millis(50);
 /// Problems a worker keeps; the session mirrors the worker's cache (both
 /// see the same leases in the same order) to know what to send.
 pub const PROBLEM_CACHE: usize = 16;

@@ -112,6 +112,8 @@ pub(super) struct Session {
     pub(super) first_lease: bool,
     pub(super) last_seen: Instant,
     pub(super) last_give_ask: Instant,
+    /// A give-away came back since the last give-away ask.
+    pub(super) give_answered: bool,
     /// Leases named in reports that this session does not hold.
     pub(super) fenced: Vec<pb::LeaseRef>,
     /// The session's key in the pool's roster, and the worker's address.
@@ -145,6 +147,7 @@ impl Session {
             draining: false,
             first_lease: false,
             last_seen: Instant::now(),
+            give_answered: false,
             last_give_ask: Instant::now()
                 .checked_sub(TICK)
                 .unwrap_or_else(Instant::now),
@@ -441,6 +444,7 @@ impl Session {
                     .gave_away(task, gave.found)
                     .map_err(|e| End::Protocol(format!("gave_away: {e}")))?;
                 let job = lease.job.clone();
+                self.give_answered = true;
                 self.pool.remote_gave_away(&job, task);
                 Ok(())
             }
