@@ -34,6 +34,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // A stream's packed solutions: the server hands its solution buffer
         // over without a copy, and a client decodes them without one.
         .bytes(".xccd.v1.SolutionBatch.packed_indices")
+        // A worker's packed solutions likewise, both ways.
+        .bytes(".xccd.cluster.v1.Found.packed_indices")
         .compile_fds(descriptors)?;
     embed_bench_set(&out)?;
     Ok(())

@@ -823,9 +823,22 @@ impl FakeWorker {
     }
 
     /// Skips problem data and asks until a lease comes.
+    /// Heartbeats while it waits, as an idle worker does: a task lost by
+    /// many liars before waits out a growing backoff, longer than the
+    /// lease timeout.
     async fn next_lease(&mut self) -> wire::Lease {
+        let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            match self.next().await {
+            let waited =
+                tokio::time::timeout(Duration::from_millis(500), self.inbound.message()).await;
+            let Ok(message) = waited else {
+                assert!(Instant::now() < deadline, "a lease in time");
+                self.send(ToCoordinator::Heartbeat(wire::Heartbeat::default()))
+                    .await;
+                continue;
+            };
+            let message = message.expect("the stream is up").expect("the stream goes on");
+            match message.kind.expect("a kind") {
                 FromCoordinator::Lease(lease) => return lease,
                 FromCoordinator::Problem(_) | FromCoordinator::Ask(_) => {}
                 FromCoordinator::Welcome(_) => panic!("a second Welcome"),
@@ -966,6 +979,7 @@ async fn lying_workers_are_disconnected_and_the_answer_stays_exact() {
                 solutions: vec![wire::Options {
                     indices: vec![0, 1],
                 }],
+                ..Default::default()
             })]
         }),
         // Counting from an index that overflows.
@@ -975,6 +989,43 @@ async fn lying_workers_are_disconnected_and_the_answer_stays_exact() {
                 first: 0,
                 count: u64::MAX,
                 solutions: Vec::new(),
+                ..Default::default()
+            })]
+        }),
+        // Packed solutions whose bytes do not match their lengths.
+        Box::new(|lease| {
+            vec![ToCoordinator::Found(wire::Found {
+                lease: Some(lease),
+                first: 0,
+                count: 1,
+                packed_indices: vec![0u8, 1, 2].into(),
+                packed_lengths: vec![2],
+                packed_index_bytes: 1,
+                ..Default::default()
+            })]
+        }),
+        // Packed with a width that is not 1, 2 or 4.
+        Box::new(|lease| {
+            vec![ToCoordinator::Found(wire::Found {
+                lease: Some(lease),
+                first: 0,
+                count: 1,
+                packed_indices: vec![0u8, 0, 0, 1, 0, 0].into(),
+                packed_lengths: vec![2],
+                packed_index_bytes: 3,
+                ..Default::default()
+            })]
+        }),
+        // Packed, well formed, not a solution (options 0 and 1 again).
+        Box::new(|lease| {
+            vec![ToCoordinator::Found(wire::Found {
+                lease: Some(lease),
+                first: 0,
+                count: 1,
+                packed_indices: vec![0u8, 0, 1, 0].into(),
+                packed_lengths: vec![2],
+                packed_index_bytes: 2,
+                ..Default::default()
             })]
         }),
         // A give-away of a node that is not below the leased root's range
@@ -1011,6 +1062,7 @@ async fn lying_workers_are_disconnected_and_the_answer_stays_exact() {
                     solutions: vec![wire::Options {
                         indices: given_away.clone(),
                     }],
+                    ..Default::default()
                 }),
             ]
         }),
@@ -1146,6 +1198,7 @@ async fn reports_on_leases_not_held_are_ignored_and_delivery_stays_exact() {
         first: 0,
         count: 5,
         solutions: Vec::new(),
+        ..Default::default()
     }))
     .await;
     let silent = Instant::now();
@@ -1184,6 +1237,7 @@ async fn reports_on_leases_not_held_are_ignored_and_delivery_stays_exact() {
         first: 5,
         count: 1000,
         solutions: Vec::new(),
+        ..Default::default()
     }))
     .await;
     // The old lease is revoked.
@@ -1202,6 +1256,7 @@ async fn reports_on_leases_not_held_are_ignored_and_delivery_stays_exact() {
         first: 0,
         count: 5,
         solutions: Vec::new(),
+        ..Default::default()
     }))
     .await;
     // A drains: it takes no more work and gives the new lease back; a real

@@ -175,7 +175,7 @@ fn check(spec: &Spec, item_perm: &[usize], option_perm: &[usize], seed: u64) {
 
     // The verifier that checks solutions from remote workers accepts
     // exactly the oracle's solutions among all subsets of the options.
-    let mut verifier = xccd::xcc::problem::Verifier::new(&problem);
+    let mut verifier = xccd::xcc::verifier::Verifier::new(&problem);
     let n = spec.options.len();
     for mask in 0u32..(1 << n) {
         let chosen: Vec<usize> = (0..n).filter(|&k| mask >> k & 1 == 1).collect();

@@ -10,8 +10,7 @@
 //! (a cut). Each check costs a few lookups; building a region replays the
 //! task's path and each cut's once.
 
-use std::collections::HashMap;
-
+use crate::xcc::verifier::OptionIndex;
 use crate::xcc::{Cut, Decision, Solver, Task, TaskError, ALL};
 
 /// One node and a range of its alternatives.
@@ -19,8 +18,10 @@ use crate::xcc::{Cut, Decision, Solver, Task, TaskError, ALL};
 struct Side {
     /// The options taken to reach the node, ascending.
     taken: Vec<usize>,
-    /// The position of each alternative of the node.
-    positions: HashMap<usize, Decision>,
+    /// Each alternative of the node and its position, by option: a
+    /// binary search finds a solution's option among them (a hash map's
+    /// hashing cost more, checked for each option of every solution).
+    positions: Vec<(usize, Decision)>,
     from: Decision,
     to: Decision,
 }
@@ -37,12 +38,13 @@ impl Side {
         };
         let mut taken = node.taken;
         taken.sort_unstable();
-        let positions = node
+        let mut positions: Vec<(usize, Decision)> = node
             .alternatives
             .iter()
             .enumerate()
             .map(|(k, &o)| (o, k as Decision))
             .collect();
+        positions.sort_unstable();
         Ok(Some(Side {
             taken,
             positions,
@@ -52,8 +54,9 @@ impl Side {
     }
 
     /// Whether `solution` (ascending) lies below this node, in its range.
-    fn holds(&self, solution: &[usize]) -> bool {
-        if !self.taken.iter().all(|o| solution.binary_search(o).is_ok()) {
+    fn holds<O: OptionIndex>(&self, solution: &[O]) -> bool {
+        let has = |o: usize| solution.binary_search_by(|s| s.index().cmp(&o)).is_ok();
+        if !self.taken.iter().all(|&o| has(o)) {
             return false;
         }
         if self.positions.is_empty() {
@@ -62,8 +65,14 @@ impl Side {
         }
         solution
             .iter()
-            .find_map(|o| self.positions.get(o))
-            .is_some_and(|&p| self.from <= p && p < self.to)
+            .find_map(|o| {
+                let at = self
+                    .positions
+                    .binary_search_by(|&(p, _)| p.cmp(&o.index()))
+                    .ok()?;
+                Some(self.positions[at].1)
+            })
+            .is_some_and(|p| self.from <= p && p < self.to)
     }
 }
 
@@ -105,7 +114,7 @@ impl Region {
     }
 
     /// Whether `solution` (option indices, ascending) belongs to the task.
-    pub fn contains(&self, solution: &[usize]) -> bool {
+    pub fn contains<O: OptionIndex>(&self, solution: &[O]) -> bool {
         self.own.holds(solution) && !self.cuts.iter().any(|cut| cut.holds(solution))
     }
 }

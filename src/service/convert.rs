@@ -202,23 +202,89 @@ pub fn packed_index_bytes(problem: &Problem) -> u32 {
     }
 }
 
-/// A batch of solutions in SolutionBatch's packed form, `index_bytes`
-/// (1, 2 or 4, see [`packed_index_bytes`]) a little-endian index. Four-byte
-/// indices are the batch's buffer as it is (on a little-endian machine),
-/// narrower ones one pass over it: either way much less than the copies
-/// that the bytes they save would cost the transport and the client.
-pub fn packed_solutions(batch: Solutions, index_bytes: u32) -> pb::SolutionBatch {
+/// Solutions in the packed form (SolutionBatch's, and the cluster's
+/// `Found`): every solution's option indices back to back, little-endian,
+/// `index_bytes` bytes each, and each solution's number of indices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packed {
+    pub indices: prost::bytes::Bytes,
+    pub lengths: Vec<u32>,
+    pub index_bytes: u32,
+}
+
+/// Packs a batch, `index_bytes` (1, 2 or 4, see [`packed_index_bytes`]) a
+/// little-endian index. Four-byte indices are the batch's buffer as it is
+/// (on a little-endian machine), narrower ones one pass over it: either
+/// way much less than the copies that the bytes they save would cost the
+/// transport and the reader.
+pub fn pack(batch: Solutions, index_bytes: u32) -> Packed {
     let (indices, lengths) = batch.into_parts();
-    let (packed_indices, packed_index_bytes) = match index_bytes {
+    let (indices, index_bytes) = match index_bytes {
         1 => (narrow::<1>(&indices), 1),
         2 => (narrow::<2>(&indices), 2),
         _ => (little_endian(indices), 4),
     };
+    Packed {
+        indices,
+        lengths,
+        index_bytes,
+    }
+}
+
+/// The bytes per index of packed solutions, checked as a reader must (the
+/// writer is not trusted to send what it says): 1, 2 or 4, and exactly as
+/// many bytes as the lengths announce.
+pub fn checked_width(indices: &[u8], lengths: &[u32], index_bytes: u32) -> Result<usize, String> {
+    let width = index_bytes as usize;
+    if !matches!(width, 1 | 2 | 4) {
+        return Err(format!(
+            "a packed batch with packed_index_bytes {width} (expected 1, 2 or 4)"
+        ));
+    }
+    let count: u64 = lengths.iter().map(|&n| u64::from(n)).sum();
+    if count.checked_mul(width as u64) != Some(indices.len() as u64) {
+        return Err(format!(
+            "a packed batch of {count} indices of {width} bytes came in {} bytes",
+            indices.len()
+        ));
+    }
+    Ok(width)
+}
+
+/// Packed solutions read back, checked by [`checked_width`]; no indices and
+/// no lengths are no solutions, whatever the width says.
+pub fn unpack_parts(
+    indices: &[u8],
+    lengths: Vec<u32>,
+    index_bytes: u32,
+) -> Result<Solutions, String> {
+    if lengths.is_empty() && indices.is_empty() {
+        return Ok(Solutions::new());
+    }
+    let width = checked_width(indices, &lengths, index_bytes)?;
+    let indices = match width {
+        1 => indices.iter().map(|&b| u32::from(b)).collect(),
+        2 => indices
+            .chunks_exact(2)
+            .map(|b| u32::from(u16::from_le_bytes([b[0], b[1]])))
+            .collect(),
+        _ => indices
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+    };
+    Solutions::from_parts(indices, lengths)
+        .ok_or_else(|| "a packed batch whose lengths do not add up".to_string())
+}
+
+/// A batch of solutions in SolutionBatch's packed form (see [`pack`]).
+pub fn packed_solutions(batch: Solutions, index_bytes: u32) -> pb::SolutionBatch {
+    let packed = pack(batch, index_bytes);
     pb::SolutionBatch {
         solutions: Vec::new(),
-        packed_indices,
-        packed_lengths: lengths,
-        packed_index_bytes,
+        packed_indices: packed.indices,
+        packed_lengths: packed.lengths,
+        packed_index_bytes: packed.index_bytes,
     }
 }
 
@@ -232,43 +298,23 @@ pub fn packed_lists<'a>(
 }
 
 /// The bytes per index of a batch in SolutionBatch's packed form, checked
-/// as a client must (a server is not trusted to send what it says): 1, 2
-/// or 4, and exactly as many bytes as the lengths announce.
+/// as a client must (see [`checked_width`]).
 pub fn packed_width(batch: &pb::SolutionBatch) -> Result<usize, String> {
-    let width = batch.packed_index_bytes as usize;
-    if !matches!(width, 1 | 2 | 4) {
-        return Err(format!(
-            "a packed batch with packed_index_bytes {width} (expected 1, 2 or 4)"
-        ));
-    }
-    let indices: u64 = batch.packed_lengths.iter().map(|&n| u64::from(n)).sum();
-    if indices * width as u64 != batch.packed_indices.len() as u64 {
-        return Err(format!(
-            "a packed batch of {indices} indices of {width} bytes came in {} bytes",
-            batch.packed_indices.len()
-        ));
-    }
-    Ok(width)
+    checked_width(
+        &batch.packed_indices,
+        &batch.packed_lengths,
+        batch.packed_index_bytes,
+    )
 }
 
 /// The solutions of a batch in SolutionBatch's packed form, as a client
-/// reads them, checked by [`packed_width`].
+/// reads them (see [`unpack_parts`]).
 pub fn unpack(batch: pb::SolutionBatch) -> Result<Solutions, String> {
-    if batch.packed_lengths.is_empty() && batch.packed_indices.is_empty() {
-        return Ok(Solutions::new());
-    }
-    let width = packed_width(&batch)?;
-    let indices = batch
-        .packed_indices
-        .chunks_exact(width)
-        .map(|bytes| {
-            let mut word = [0u8; 4];
-            word[..width].copy_from_slice(bytes);
-            u32::from_le_bytes(word)
-        })
-        .collect();
-    Solutions::from_parts(indices, batch.packed_lengths)
-        .ok_or_else(|| "a packed batch whose lengths do not add up".to_string())
+    unpack_parts(
+        &batch.packed_indices,
+        batch.packed_lengths,
+        batch.packed_index_bytes,
+    )
 }
 
 /// The low `N` bytes of each index, little-endian, one after another.

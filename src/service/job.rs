@@ -17,6 +17,7 @@ use crate::run::{Batch, Failure, RunSpec, SideCondition, Taken};
 pub use crate::run::{QueuedTask, SolutionIndices, Solutions};
 use crate::service::metrics as metric;
 use crate::xcc::preprocess::Figures;
+use crate::xcc::verifier::{Rules, Verifier};
 use crate::xcc::{Engine, Problem, Solver, Stats};
 
 /// How long a durable job's run may hold found solutions for a full batch.
@@ -389,6 +390,9 @@ pub struct Job {
     /// A solver of the problem for checking what remote runs report
     /// (built when first needed; see [`Job::with_checker`]).
     checker: Mutex<Option<Solver>>,
+    /// The searched problem's rules for checking remote runs' solutions
+    /// (built when first needed; see [`Job::verifier`]).
+    rules: std::sync::OnceLock<Arc<Rules>>,
     /// A durable job's runs are to checkpoint, and none start, until the
     /// pool has taken a snapshot of it.
     snapshot_due: AtomicBool,
@@ -442,6 +446,7 @@ impl Job {
             kept_notify: tokio::sync::Notify::new(),
             wire: std::sync::OnceLock::new(),
             checker: Mutex::new(None),
+            rules: std::sync::OnceLock::new(),
             snapshot_due: AtomicBool::new(false),
             committed: AtomicU64::new(0),
             commits: AtomicU64::new(0),
@@ -530,6 +535,17 @@ impl Job {
     pub(crate) fn with_checker<R>(&self, f: impl FnOnce(&mut Solver) -> R) -> R {
         let mut checker = self.checker.locked();
         f(checker.get_or_insert_with(|| self.new_solver()))
+    }
+
+    /// A verifier of the searched problem's solutions, for what remote
+    /// runs report; the problem's flat rules are built once per job.
+    pub(crate) fn verifier(&self) -> Verifier<'_> {
+        let problem = self.searched();
+        let rules = self
+            .rules
+            .get_or_init(|| Arc::new(Rules::new(problem)))
+            .clone();
+        Verifier::with_rules(problem, rules)
     }
 
     /// Claims `n` more solutions against the job's limit; returns how many

@@ -23,6 +23,7 @@ pub mod task;
 mod task_run;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod verifier;
 pub mod vocabulary;
 pub mod zdd;
 

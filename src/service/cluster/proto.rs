@@ -8,12 +8,14 @@ tonic::include_proto!("xccd.cluster.v1");
 use std::sync::Arc;
 
 use crate::puzzles::{EncodeOptions, Kind, Puzzle};
-use crate::run::{RunEnd, RunReport, SideCondition, Stop};
+use crate::run::{Batch, RunEnd, RunReport, SideCondition, Solutions, Stop};
+use crate::service::convert;
 use crate::service::job::WireProblem;
 use crate::xcc::{self, Problem};
 
 /// The protocol version of this build; a worker speaking another is refused.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// 4: workers report solutions packed (`Found.packed_*`).
+pub const PROTOCOL_VERSION: u32 = 4;
 
 impl From<&xcc::Task> for Task {
     fn from(task: &xcc::Task) -> Task {
@@ -87,6 +89,44 @@ impl LeaseRef {
 }
 
 /// A worker's report of a run's end.
+/// A run's batch of solutions as a worker reports it: packed, `index_bytes`
+/// bytes an option index (see [`convert::packed_index_bytes`]).
+pub fn found(lease: Option<LeaseRef>, batch: Batch, index_bytes: u32) -> Found {
+    let (first, count) = (batch.first, batch.count);
+    if batch.solutions.is_empty() {
+        return Found {
+            lease,
+            first,
+            count,
+            ..Found::default()
+        };
+    }
+    let packed = convert::pack(batch.solutions, index_bytes);
+    Found {
+        lease,
+        first,
+        count,
+        solutions: Vec::new(),
+        packed_indices: packed.indices,
+        packed_lengths: packed.lengths,
+        packed_index_bytes: packed.index_bytes,
+    }
+}
+
+/// The solutions a `found` report lists, in either form (one `Options`
+/// each, or packed; not both), read as an untrusted report must be.
+pub fn found_solutions(found: &mut Found) -> Result<Solutions, String> {
+    let packed = !found.packed_lengths.is_empty() || !found.packed_indices.is_empty();
+    if packed && !found.solutions.is_empty() {
+        return Err("solutions both packed and one message each".into());
+    }
+    if !packed {
+        return Ok(found.solutions.iter().map(|s| &s.indices).collect());
+    }
+    let lengths = std::mem::take(&mut found.packed_lengths);
+    convert::unpack_parts(&found.packed_indices, lengths, found.packed_index_bytes)
+}
+
 pub fn task_ended(lease: Option<LeaseRef>, report: &RunReport) -> TaskEnded {
     let mut ended = TaskEnded {
         lease,

@@ -212,6 +212,7 @@ fn run_lease(
     };
     let mut port = SimPort {
         lease: lease.lease,
+        index_bytes: crate::service::convert::packed_index_bytes(&instance.problem),
         out,
         budget,
         solutions: 0,
@@ -233,6 +234,8 @@ fn run_lease(
 /// Collects a run's reports; checkpoints once the budget is spent.
 struct SimPort<'a> {
     lease: Option<pb::LeaseRef>,
+    /// Bytes an option index takes in the packed solutions.
+    index_bytes: u32,
     out: &'a mut Vec<Out>,
     budget: u64,
     solutions: u64,
@@ -241,18 +244,8 @@ struct SimPort<'a> {
 impl Port for SimPort<'_> {
     fn deliver(&mut self, batch: Batch, _force: bool) -> Taken {
         self.solutions += batch.count;
-        self.out.push(Out::Found(pb::Found {
-            lease: self.lease,
-            first: batch.first,
-            count: batch.count,
-            solutions: batch
-                .solutions
-                .iter()
-                .map(|indices| pb::Options {
-                    indices: indices.to_vec(),
-                })
-                .collect(),
-        }));
+        self.out
+            .push(Out::Found(pb::found(self.lease, batch, self.index_bytes)));
         Taken::All
     }
 

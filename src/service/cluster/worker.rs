@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Endpoint;
 
+use crate::service::convert;
 use crate::service::credentials::{endpoint, ClientTls, EndpointError, WorkerToken};
 use crate::service::error_chain;
 use crate::service::metrics as metric;
@@ -683,6 +684,7 @@ fn run_lease(
     };
     let mut port = RemotePort {
         lease: lease.lease,
+        index_bytes: convert::packed_index_bytes(&instance.problem),
         tx,
         control,
         disconnected: false,
@@ -706,6 +708,8 @@ const FLUSH_EVERY: Duration = Duration::from_millis(50);
 /// Connects a run to the coordinator's stream.
 struct RemotePort<'a> {
     lease: Option<pb::LeaseRef>,
+    /// Bytes an option index takes in the packed solutions.
+    index_bytes: u32,
     tx: &'a mpsc::Sender<pb::WorkerMessage>,
     control: &'a RunControl,
     /// The stream is gone: the lease is lost, stop.
@@ -735,18 +739,7 @@ fn test_crash_at() -> Option<u64> {
 impl Port for RemotePort<'_> {
     fn deliver(&mut self, batch: Batch, _force: bool) -> Taken {
         metrics::counter!(metric::WORKER_SOLUTIONS).increment(batch.count);
-        self.send(Out::Found(pb::Found {
-            lease: self.lease,
-            first: batch.first,
-            count: batch.count,
-            solutions: batch
-                .solutions
-                .iter()
-                .map(|indices| pb::Options {
-                    indices: indices.to_vec(),
-                })
-                .collect(),
-        }));
+        self.send(Out::Found(pb::found(self.lease, batch, self.index_bytes)));
         if self.disconnected {
             Taken::Stop
         } else {

@@ -20,13 +20,14 @@ use crate::xcc::{self, Task};
 /// part of the tree, built at its first solutions and kept (`Some(None)`:
 /// a problem of Algorithm M, unchecked).
 pub(super) fn check_found(
-    found: &pb::Found,
+    found: &mut pb::Found,
     want_solutions: bool,
     job: &Job,
     task: &Task,
     region: &mut Option<Option<Region>>,
 ) -> Result<Solutions, String> {
-    let listed = found.solutions.len() as u64;
+    let solutions = pb::found_solutions(found).map_err(|e| format!("found: {e}"))?;
+    let listed = solutions.len() as u64;
     if (want_solutions && listed != found.count) || (!want_solutions && listed > 0) {
         return Err(format!(
             "found: {listed} solutions listed for a count of {} on a lease that wants {}",
@@ -38,11 +39,10 @@ pub(super) fn check_found(
             }
         ));
     }
-    let solutions: Solutions = found.solutions.iter().map(|s| &s.indices).collect();
     if solutions.is_empty() {
         return Ok(solutions);
     }
-    let mut verifier = xcc::problem::Verifier::new(job.searched());
+    let mut verifier = job.verifier();
     for (k, options) in solutions.iter().enumerate() {
         verify_solution(
             &mut verifier,
@@ -68,11 +68,8 @@ pub(super) fn check_found(
     });
     built.map_err(|e: xcc::TaskError| format!("found: the leased task: {e}"))?;
     if let Some(Some(region)) = region {
-        let mut options = Vec::new();
         for (k, solution) in solutions.iter().enumerate() {
-            options.clear();
-            options.extend(solution.iter().map(|&o| o as usize));
-            if !region.contains(&options) {
+            if !region.contains(solution) {
                 return Err(format!(
                     "found: solution {} lies outside the leased task",
                     found.first.saturating_add(k as u64)

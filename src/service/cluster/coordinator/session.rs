@@ -461,13 +461,13 @@ impl Session {
 
     /// Delivers the solutions of a report that are new, exactly once,
     /// after checking them (see [`reports::check_found`]).
-    fn found(&mut self, found: pb::Found) -> Result<(), End> {
+    fn found(&mut self, mut found: pb::Found) -> Result<(), End> {
         let Some((_, lease)) = self.live(found.lease.as_ref()) else {
             return Ok(());
         };
         let job = lease.job.clone();
         let mut solutions = reports::check_found(
-            &found,
+            &mut found,
             lease.want_solutions,
             &job,
             &lease.ledger.work().task,
