@@ -1078,6 +1078,7 @@ async fn a_worker_that_heartbeats_without_working_loses_its_lease() {
             lease_timeout: Duration::from_secs(2),
             token: Some(token()),
             stall_timeout: Duration::from_secs(1),
+            ..ClusterConfig::default()
         },
         ..ServeConfig::default()
     })
