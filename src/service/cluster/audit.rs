@@ -14,9 +14,10 @@
 //!
 //! - **What is audited**: leases that end EXHAUSTED (their part of the tree
 //!   is the leased task minus what the run gave away, which the ledger
-//!   recorded as cuts) and leases that checkpoint: those are replayed to
-//!   the first poll at or past the nodes they reported (polls come at the
-//!   same nodes on every run) and must hand back the same tasks. (Their
+//!   recorded as cuts) and leases that checkpoint: those are replayed,
+//!   polling at every node, to the node count they reported (a worker may
+//!   poll at any interval, so only a poll at each node stops where it
+//!   stopped) and must hand back the same tasks. (Their
 //!   part of the tree is not the task with the work handed back cut away:
 //!   the cells engine numbers a node's alternatives as its run left them.)
 //!   Leases that stop (a limit, a revoke) or are lost are not.
@@ -111,13 +112,14 @@ pub(super) struct Finished {
 #[derive(Debug, Clone)]
 pub(super) enum Ended {
     Exhausted,
-    /// Checkpointed, handing back `remaining`, polled every `poll_interval`
-    /// nodes. Its run is replayed to the poll where it stopped (the first
-    /// at or past its nodes: polls come at the same nodes on every run),
-    /// which must hand back the same tasks.
+    /// Checkpointed, handing back `remaining`. Its run is replayed to the
+    /// node where it stopped, which must hand back the same tasks. The
+    /// replay polls at every node: a worker may poll as often as it likes
+    /// (a simulated one polls at its budget), so the poll it checkpointed
+    /// at is any node, and only a replay that polls at each one stops at
+    /// the same one.
     Checkpointed {
         remaining: Vec<crate::xcc::Task>,
-        poll_interval: u64,
     },
 }
 
@@ -154,7 +156,8 @@ fn replay(
 ) -> crate::run::RunReport {
     let (nodes, poll_interval) = match &finished.end {
         Ended::Exhausted => (0, crate::xcc::POLL_INTERVAL),
-        Ended::Checkpointed { poll_interval, .. } => (finished.stats.nodes, *poll_interval),
+        // Exact for any poll the worker chose (see [`Ended::Checkpointed`]).
+        Ended::Checkpointed { .. } => (finished.stats.nodes, 1),
     };
     let spec = RunSpec {
         skip,

@@ -555,7 +555,6 @@ impl Session {
                 crate::run::RunEnd::Exhausted => Some(Ended::Exhausted),
                 crate::run::RunEnd::Checkpointed(remaining) => Some(Ended::Checkpointed {
                     remaining: remaining.clone(),
-                    poll_interval: self.pool.poll_interval(),
                 }),
                 _ => None,
             };
