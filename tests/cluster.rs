@@ -837,7 +837,9 @@ impl FakeWorker {
                     .await;
                 continue;
             };
-            let message = message.expect("the stream is up").expect("the stream goes on");
+            let message = message
+                .expect("the stream is up")
+                .expect("the stream goes on");
             match message.kind.expect("a kind") {
                 FromCoordinator::Lease(lease) => return lease,
                 FromCoordinator::Problem(_) | FromCoordinator::Ask(_) => {}
@@ -1130,6 +1132,7 @@ async fn a_worker_that_heartbeats_without_working_loses_its_lease() {
             lease_timeout: Duration::from_secs(2),
             token: Some(token()),
             stall_timeout: Duration::from_secs(1),
+            ..ClusterConfig::default()
         },
         ..ServeConfig::default()
     })

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use xccd::service::cluster::ClusterConfig;
+use xccd::service::cluster::{AuditConfig, ClusterConfig};
 use xccd::service::durable::StoreLimits;
 use xccd::service::grpc::ApiConfig;
 use xccd::service::jobs::Retention;
@@ -16,6 +16,15 @@ use xccd::service::PoolConfig;
 use super::credentials::{api_keys, read_pem, server_tls, worker_token};
 use super::logging::LogArgs;
 use super::CliError;
+
+/// How long a worker caught by an audit is barred.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuditBar {
+    /// From the job it lied on.
+    Job,
+    /// From this coordinator, until it restarts.
+    Server,
+}
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -37,6 +46,19 @@ pub struct ServeArgs {
     /// its task is taken back and run elsewhere.
     #[arg(long, env = "XCCD_STALL_TIMEOUT", default_value_t = 30.0)]
     pub stall_timeout: f64,
+    /// The share of remote workers' finished leases run again on the
+    /// coordinator (one thread) and compared: a worker whose count, nodes or
+    /// updates differ is disconnected and barred, and its leases of the job
+    /// are redone. 0 audits none, 1 every lease (full redundancy).
+    #[arg(long, env = "XCCD_AUDIT_RATE", default_value_t = xccd::service::cluster::audit::DEFAULT_RATE)]
+    pub audit_rate: f64,
+    /// Seeds the draws that choose the audited leases.
+    #[arg(long, env = "XCCD_AUDIT_SEED", default_value_t = 0)]
+    pub audit_seed: u64,
+    /// How long a worker caught by an audit is barred: from the job it lied
+    /// on, or from this coordinator for the server's life.
+    #[arg(long, env = "XCCD_AUDIT_BAR", value_enum, default_value_t = AuditBar::Job)]
+    pub audit_bar: AuditBar,
     /// A task lost with its worker this many times in a row, at the same
     /// point of its run, fails its job.
     #[arg(long, env = "XCCD_MAX_ATTEMPTS", default_value_t = 3)]
@@ -243,7 +265,18 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
             None
         },
         stall_timeout: seconds("stall-timeout", args.stall_timeout)?,
+        audit: AuditConfig {
+            rate: args.audit_rate,
+            seed: args.audit_seed,
+            bar_for_life: args.audit_bar == AuditBar::Server,
+        },
     };
+    if !(0.0..=1.0).contains(&args.audit_rate) {
+        return Err(CliError::BadInput(format!(
+            "--audit-rate {} is not a fraction in [0, 1]",
+            args.audit_rate
+        )));
+    }
     if cluster.lease_timeout < cluster.heartbeat_interval * 2 {
         return Err(CliError::BadInput(
             "--lease-timeout must be at least twice --heartbeat-interval".into(),

@@ -552,6 +552,7 @@ pub fn statistics(
         elapsed: Some(duration(elapsed)),
         solutions_decimal: solutions.to_string(),
         preprocessing: None,
+        leases_audited: 0,
     }
 }
 
@@ -562,6 +563,7 @@ pub fn summary_statistics(s: &Summary) -> pb::Statistics {
     if let Some(exact) = &s.exact_solutions {
         statistics.solutions_decimal = exact.clone();
     }
+    statistics.leases_audited = s.leases_audited;
     statistics.preprocessing = s.preprocessed.map(|f| pb::Preprocessing {
         removed_options: f.options_out as u64,
         removed_items: f.items_out as u64,

@@ -225,6 +225,9 @@ pub struct Summary {
     pub exact_solutions: Option<String>,
     /// What DLX-PRE removed before the search, if the job asked for it.
     pub preprocessed: Option<Figures>,
+    /// Remote leases of the job that were run again and compared (see
+    /// `cluster::audit`).
+    pub leases_audited: u64,
 }
 
 /// A snapshot of a job for progress reports.
@@ -405,6 +408,9 @@ pub struct Job {
     end_stored: AtomicBool,
     /// See [`Job::set_exact_count`].
     exact_count: std::sync::OnceLock<String>,
+    /// Remote leases of the job run again and compared (see
+    /// `cluster::audit`).
+    audited: AtomicU64,
 }
 
 /// A problem as the cluster protocol sends it: a plain problem as its DLX
@@ -452,6 +458,7 @@ impl Job {
             commits: AtomicU64::new(0),
             end_stored: AtomicBool::new(false),
             exact_count: std::sync::OnceLock::new(),
+            audited: AtomicU64::new(0),
         }
     }
 
@@ -680,6 +687,36 @@ impl Job {
         self.stats.locked().merge(stats);
     }
 
+    /// A remote lease of the job was audited (run again and compared).
+    pub(crate) fn count_audit(&self) {
+        self.audited.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Remote leases of the job audited so far.
+    pub fn leases_audited(&self) -> u64 {
+        self.audited.load(Ordering::SeqCst)
+    }
+
+    /// Takes back what a run booked: `solutions` of the count and its
+    /// statistics (a remote worker an audit caught lying; its task runs
+    /// again).
+    pub(crate) fn withdraw(&self, solutions: u64, stats: &Stats) {
+        let _ = self
+            .solutions
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |have| {
+                Some(have.saturating_sub(solutions))
+            });
+        let mut own = self.stats.locked();
+        own.nodes = own.nodes.saturating_sub(stats.nodes);
+        own.updates = own.updates.saturating_sub(stats.updates);
+        own.cleansings = own.cleansings.saturating_sub(stats.cleansings);
+        own.replay_updates = own.replay_updates.saturating_sub(stats.replay_updates);
+        own.replay_cleansings = own
+            .replay_cleansings
+            .saturating_sub(stats.replay_cleansings);
+        own.solutions = own.solutions.saturating_sub(stats.solutions);
+    }
+
     pub fn stats(&self) -> Stats {
         self.stats.locked().clone()
     }
@@ -747,6 +784,7 @@ impl Job {
             engine: self.spec.engine,
             exact_solutions: self.exact_count.get().cloned(),
             preprocessed: self.spec.preprocessed.as_ref().map(|p| p.figures),
+            leases_audited: self.leases_audited(),
         };
         if reason == EndReason::Complete {
             self.reported_fraction

@@ -47,6 +47,8 @@ pub const WORKER_REPORTS_REJECTED: &str = "xccd_worker_reports_rejected_total";
 pub const FENCED_REPORTS: &str = "xccd_fenced_reports_total";
 pub const STALLED_LEASES: &str = "xccd_stalled_leases_total";
 pub const LEASE_ROUND_TRIP: &str = "xccd_lease_round_trip_seconds";
+pub const AUDITS: &str = "xccd_audits_total";
+pub const AUDIT_MISMATCHES: &str = "xccd_audit_mismatches_total";
 // The job store.
 pub const STORE_DEGRADED: &str = "xccd_store_degraded";
 pub const STORE_WRITE: &str = "xccd_store_write_duration_seconds";
@@ -174,6 +176,12 @@ fn describe_coordinator() {
         "Worker connections refused for a missing or wrong token."
     );
     counter!(WORKER_REPORTS_REJECTED, Unit::Count, "Worker reports that cannot be right (the worker was disconnected and its leases queued again).");
+    counter!(
+        AUDITS,
+        Unit::Count,
+        "Finished remote leases run again on the coordinator and compared (serve --audit-rate)."
+    );
+    counter!(AUDIT_MISMATCHES, Unit::Count, "Audited leases whose count, nodes or updates differed from the run again, by worker name (the worker was barred and its leases of the job redone).");
     counter!(
         FENCED_REPORTS,
         Unit::Count,
@@ -339,6 +347,7 @@ pub async fn listen(addr: SocketAddr, role: Role) -> std::io::Result<SocketAddr>
             TASKS_YIELDED,
             WORKER_AUTH_FAILURES,
             WORKER_REPORTS_REJECTED,
+            AUDITS,
             FENCED_REPORTS,
             STALLED_LEASES,
             STORE_FENCED_WRITES,

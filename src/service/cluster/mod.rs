@@ -38,6 +38,7 @@
 //! Jobs with a side condition (some puzzles) are checked by code that only
 //! local threads run; their tasks are never leased.
 
+pub mod audit;
 pub mod coordinator;
 pub mod proto;
 pub mod roster;
@@ -45,5 +46,6 @@ pub mod sim;
 pub mod simulate;
 pub mod worker;
 
+pub use audit::AuditConfig;
 pub use coordinator::{ClusterConfig, CoordinatorApi};
 pub use worker::{WorkerConfig, WorkerError};

@@ -633,7 +633,7 @@ impl<'a> Cluster<'a> {
                 None => self.idle[self.rng.below(self.idle.len())],
             };
             let id = self.next_lease;
-            let Some((job, work, spent)) = self.pooled(|pool| pool.take_remote(id)) else {
+            let Some((job, work, spent)) = self.pooled(|pool| pool.take_remote(id, &[])) else {
                 return;
             };
             self.next_lease += 1;

@@ -682,14 +682,16 @@ fn run_lease(
         },
         ..lease_spec(lease)
     };
+    let lie = test_lie();
     let mut port = RemotePort {
         lease: lease.lease,
         index_bytes: convert::packed_index_bytes(&instance.problem),
         tx,
         control,
         disconnected: false,
+        omit: lie == Some(TestLie::Omit) && lease.want_solutions,
     };
-    let report = run_task(
+    let mut report = run_task(
         &mut solver,
         &instance.problem,
         &task,
@@ -698,6 +700,16 @@ fn run_lease(
         &mut port,
     );
     cache.give_back(lease.problem_digest.clone(), solver);
+    if lie == Some(TestLie::AddOne) && !lease.want_solutions && report.end == RunEnd::Exhausted {
+        // The audits' test: one solution more than the task has.
+        port.send(Out::Found(pb::Found {
+            lease: lease.lease,
+            first: report.found,
+            count: 1,
+            ..pb::Found::default()
+        }));
+        report.found += 1;
+    }
     control.count_nodes(report.stats.nodes);
     pb::task_ended(lease.lease, &report)
 }
@@ -714,6 +726,8 @@ struct RemotePort<'a> {
     control: &'a RunControl,
     /// The stream is gone: the lease is lost, stop.
     disconnected: bool,
+    /// A lie for the audits' tests: found solutions are not sent.
+    omit: bool,
 }
 
 impl RemotePort<'_> {
@@ -736,9 +750,33 @@ fn test_crash_at() -> Option<u64> {
     })
 }
 
+/// A lie a worker tells, for the audits' tests only (tests/cluster.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TestLie {
+    /// `XCCD_TEST_LIE=add-one`: each count-only lease that ends exhausted
+    /// reports one solution more than it found.
+    AddOne,
+    /// `XCCD_TEST_LIE=omit`: streamed leases send none of their solutions
+    /// (and still end exhausted).
+    Omit,
+}
+
+/// The worker's [`TestLie`], if `XCCD_TEST_LIE` names one. Read once.
+fn test_lie() -> Option<TestLie> {
+    static LIE: std::sync::OnceLock<Option<TestLie>> = std::sync::OnceLock::new();
+    *LIE.get_or_init(|| match std::env::var("XCCD_TEST_LIE").ok()?.as_str() {
+        "add-one" => Some(TestLie::AddOne),
+        "omit" => Some(TestLie::Omit),
+        _ => None,
+    })
+}
+
 impl Port for RemotePort<'_> {
     fn deliver(&mut self, batch: Batch, _force: bool) -> Taken {
         metrics::counter!(metric::WORKER_SOLUTIONS).increment(batch.count);
+        if self.omit {
+            return Taken::All;
+        }
         self.send(Out::Found(pb::found(self.lease, batch, self.index_bytes)));
         if self.disconnected {
             Taken::Stop

@@ -106,7 +106,7 @@ impl Shared {
             entry.queue.clear();
             entry.queued_at.clear();
         }
-        if entry.queue.is_empty() && entry.running == 0 {
+        if entry.queue.is_empty() && entry.running == 0 && entry.auditing == 0 {
             let entry = state.jobs.remove(&id).expect("present");
             state.ring.retain(|&j| j != id);
             let summary = entry.job.finish();

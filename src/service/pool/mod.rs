@@ -80,6 +80,7 @@ use crate::service::metrics as metric;
 use crate::xcc::{MAX_POLL_INTERVAL, POLL_INTERVAL};
 pub(crate) use progress::LiveProgress;
 use progress::WorkerSlot;
+pub(crate) use remote::Withdrawal;
 pub(crate) use schedule::stalled;
 use schedule::{remote_can_run, ScheduledJob, State};
 
@@ -504,6 +505,7 @@ impl Pool {
             running: 0,
             tasks_done,
             finished_weight,
+            auditing: 0,
             _memory: memory,
         };
         state.jobs.insert(id, entry);

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use super::schedule::{RemoteRun, State};
 use super::{Pool, Shared};
 use crate::run::{QueuedTask, Settlement};
-use crate::service::job::Job;
+use crate::service::job::{Job, JobId};
 use crate::service::sync::Locked;
 use crate::xcc::{Stats, Task};
 
@@ -46,11 +46,16 @@ impl Pool {
         self.shared.refresh(&state);
     }
 
-    /// Takes a task for an idle remote slot (now busy), if one is ready;
-    /// with it, the nodes its job has explored so far.
-    pub(crate) fn take_remote(&self, lease: u64) -> Option<(Arc<Job>, QueuedTask, u64)> {
+    /// Takes a task for an idle remote slot (now busy), if one is ready and
+    /// not of a job in `barred`; with it, the nodes its job has explored so
+    /// far.
+    pub(crate) fn take_remote(
+        &self,
+        lease: u64,
+        barred: &[JobId],
+    ) -> Option<(Arc<Job>, QueuedTask, u64)> {
         let mut state = self.shared.state.locked();
-        let (job, work) = Shared::pick(&mut state, true)?;
+        let (job, work) = Shared::pick(&mut state, true, barred)?;
         // Only a node budget needs what the job spent (a sum over every
         // running lease: not to be paid per lease otherwise).
         let spent = match job.spec.max_nodes {
@@ -237,4 +242,69 @@ impl Pool {
     pub(crate) async fn remote_steering(&self) {
         self.shared.steer_remote.notified().await;
     }
+
+    /// An audit of a finished remote lease of `job` begins (see
+    /// `cluster::audit`): the job does not end before [`Pool::audit_end`].
+    /// False if the job has ended already.
+    pub(crate) fn audit_begin(&self, job: &Job) -> bool {
+        let mut state = self.shared.state.locked();
+        match state.jobs.get_mut(&job.id) {
+            Some(entry) => {
+                entry.auditing += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// An audit begun with [`Pool::audit_begin`] is settled; the job ends if
+    /// that was all it waited for.
+    pub(crate) fn audit_end(&self, job: &Job) {
+        let mut state = self.shared.state.locked();
+        if let Some(entry) = state.jobs.get_mut(&job.id) {
+            entry.auditing = entry.auditing.saturating_sub(1);
+        }
+        self.shared.end_job_if_done(&mut state, job.id);
+        self.shared.refresh(&state);
+        drop(state);
+        self.shared.wake_all();
+    }
+
+    /// Takes back what finished remote runs of `job` booked (a worker an
+    /// audit caught lying): their solutions, statistics and explored weight
+    /// leave the job's books and their tasks are queued again, first. False
+    /// if the job has ended (too late to correct it; callers hold an audit
+    /// open so that it cannot).
+    pub(crate) fn withdraw(&self, job: &Job, runs: Vec<Withdrawal>) -> bool {
+        let mut state = self.shared.state.locked();
+        let Some(entry) = state.jobs.get_mut(&job.id) else {
+            return false;
+        };
+        let mut requeue = Vec::with_capacity(runs.len());
+        for run in runs {
+            job.withdraw(run.solutions, &run.stats);
+            entry.finished_weight = (entry.finished_weight - run.weight).max(0.0);
+            entry.tasks_done = entry.tasks_done.saturating_sub(1);
+            requeue.push(run.work);
+        }
+        self.shared.enqueue(&mut state, job.id, requeue, true);
+        self.shared.refresh(&state);
+        drop(state);
+        self.shared.wake_all();
+        true
+    }
+}
+
+/// What a finished remote run booked, to take back (see [`Pool::withdraw`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Withdrawal {
+    /// The run's task as it is to run again.
+    pub(crate) work: QueuedTask,
+    /// Solutions it counted that are to be counted again (none when they
+    /// were streamed or kept: those cannot be taken back, and the task's
+    /// rerun skips them).
+    pub(crate) solutions: u64,
+    pub(crate) stats: Stats,
+    /// The weight of the tree it explored.
+    pub(crate) weight: f64,
 }

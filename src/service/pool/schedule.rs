@@ -31,6 +31,9 @@ pub(super) struct ScheduledJob {
     pub(super) running: usize,
     pub(super) tasks_done: u64,
     pub(super) finished_weight: f64,
+    /// Audits of its finished remote leases not yet settled: the job does
+    /// not end before they are (see `cluster::audit`).
+    pub(super) auditing: usize,
     /// The job's memory, given back when it ends.
     pub(super) _memory: Charge,
 }
@@ -147,7 +150,7 @@ impl Shared {
                 self.refresh(&state);
                 return None;
             }
-            if let Some((job, work)) = Self::pick(&mut state, false) {
+            if let Some((job, work)) = Self::pick(&mut state, false, &[]) {
                 let spent = self.spent_nodes(&state, &job);
                 let slot = &self.slots[index];
                 slot.job.store(job.id, Ordering::SeqCst);
@@ -171,9 +174,15 @@ impl Shared {
     /// Takes the first task of the first interactive job in the ring that
     /// has one to run, else of the first job that has; a remote worker
     /// cannot take tasks of jobs whose side condition it cannot rebuild.
-    pub(super) fn pick(state: &mut State, remote: bool) -> Option<(Arc<Job>, QueuedTask)> {
+    /// `barred`: jobs whose tasks this worker may not take (a remote worker
+    /// an audit caught lying on them).
+    pub(super) fn pick(
+        state: &mut State,
+        remote: bool,
+        barred: &[JobId],
+    ) -> Option<(Arc<Job>, QueuedTask)> {
         for interactive_only in [true, false] {
-            if let Some(picked) = Self::pick_from(state, remote, interactive_only) {
+            if let Some(picked) = Self::pick_from(state, remote, interactive_only, barred) {
                 return Some(picked);
             }
         }
@@ -189,6 +198,7 @@ impl Shared {
         state: &mut State,
         remote: bool,
         interactive_only: bool,
+        barred: &[JobId],
     ) -> Option<(Arc<Job>, QueuedTask)> {
         let now = Instant::now();
         for turn in 0..state.ring.len() {
@@ -200,6 +210,7 @@ impl Shared {
                 || stalled(&entry.job)
                 || (remote && !remote_can_run(&entry.job.spec))
                 || (interactive_only && !has_priority(&entry.job))
+                || barred.contains(&id)
             {
                 continue;
             }

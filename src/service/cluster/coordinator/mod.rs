@@ -26,6 +26,7 @@ use tonic::{Request, Response, Status, Streaming};
 use super::proto::{
     self as pb, coordinator_message::Kind as Out, coordinator_server, worker_message::Kind as In,
 };
+use crate::service::cluster::audit::{AuditConfig, Auditor};
 use crate::service::credentials::WorkerToken;
 use crate::service::pool::Pool;
 
@@ -52,6 +53,9 @@ pub struct ClusterConfig {
     /// hostile worker that still heartbeats) is revoked, and its task runs
     /// elsewhere.
     pub stall_timeout: Duration,
+    /// Which finished leases are run again and compared (see
+    /// [`crate::service::cluster::audit`]).
+    pub audit: AuditConfig,
 }
 
 impl Default for ClusterConfig {
@@ -61,6 +65,7 @@ impl Default for ClusterConfig {
             lease_timeout: Duration::from_secs(5),
             token: None,
             stall_timeout: Duration::from_secs(30),
+            audit: AuditConfig::default(),
         }
     }
 }
@@ -86,6 +91,7 @@ pub struct CoordinatorApi {
     config: ClusterConfig,
     next_lease: Arc<AtomicU64>,
     next_worker: AtomicU64,
+    auditor: Arc<Auditor>,
 }
 
 /// Where this process's lease ids start: from the clock, in steps of 2^32.
@@ -99,6 +105,7 @@ fn first_lease_id() -> u64 {
 impl CoordinatorApi {
     pub fn new(pool: Arc<Pool>, config: ClusterConfig) -> CoordinatorApi {
         CoordinatorApi {
+            auditor: Auditor::new(pool.clone(), config.audit.clone()),
             pool,
             config,
             // Lease ids of a restarted coordinator never meet its previous
@@ -182,6 +189,11 @@ impl coordinator_server::Coordinator for CoordinatorApi {
         } else {
             hello.name.chars().take(100).collect()
         };
+        if !self.auditor.admits(&name) {
+            return Err(Status::permission_denied(format!(
+                "worker {name:?} is barred: an audit caught it reporting what its leases do not give"
+            )));
+        }
         let id = format!("worker-{number}");
         let (tx, rx) = mpsc::channel(256);
         let welcome = pb::CoordinatorMessage {
@@ -201,6 +213,7 @@ impl coordinator_server::Coordinator for CoordinatorApi {
             (id, name),
             hello.threads as usize,
             tx,
+            self.auditor.clone(),
         );
         session.roster_key = number;
         session.address = address;

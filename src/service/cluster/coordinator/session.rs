@@ -18,6 +18,7 @@ use tonic::Status;
 use super::super::roster::WorkerRow;
 use super::{reports, ClusterConfig, IDLE_LOOK, PROBLEM_CACHE, TICK};
 use crate::run::{check_task, Batch, Ledger, Region, RunPoint, Settlement};
+use crate::service::cluster::audit::{Auditor, Ended, Finished};
 use crate::service::cluster::proto::{
     self as pb, coordinator_message::Kind as Out, worker_message::Kind as In, AskKind,
 };
@@ -93,6 +94,8 @@ pub(super) enum End {
     Protocol(String),
     /// The coordinator is shutting down.
     Shutdown,
+    /// An audit caught the worker lying (see [`crate::service::cluster::audit`]).
+    Barred,
 }
 
 pub(super) struct Session {
@@ -123,6 +126,9 @@ pub(super) struct Session {
     pub(super) ended_nodes: u64,
     pub(super) fenced_count: u64,
     pub(super) tx: mpsc::Sender<Result<pb::CoordinatorMessage, Status>>,
+    pub(super) auditor: Arc<Auditor>,
+    /// Ends the session when an audit catches its worker.
+    pub(super) kick: Arc<tokio::sync::Notify>,
 }
 
 impl Session {
@@ -133,7 +139,9 @@ impl Session {
         (id, name): (String, String),
         slots: usize,
         tx: mpsc::Sender<Result<pb::CoordinatorMessage, Status>>,
+        auditor: Arc<Auditor>,
     ) -> Session {
+        let kick = auditor.joined(&id, &name);
         Session {
             pool,
             config,
@@ -157,6 +165,8 @@ impl Session {
             ended_nodes: 0,
             fenced_count: 0,
             tx,
+            auditor,
+            kick,
         }
     }
 
@@ -203,6 +213,7 @@ impl Session {
         let pool = self.pool.clone();
         let steering = pool.remote_steering();
         tokio::pin!(steering);
+        let kick = self.kick.clone();
         let end = loop {
             if self.pool.is_shutting_down() {
                 break End::Shutdown;
@@ -249,6 +260,7 @@ impl Session {
                     self.steer_leases().await
                 }
                 () = self.tx.closed() => Err(End::Broken(Status::cancelled("the worker stopped reading"))),
+                () = kick.notified() => Err(End::Barred),
             };
             if let Err(end) = step {
                 break end;
@@ -285,9 +297,13 @@ impl Session {
     /// Gives idle slots a task each, while the pool has ready ones.
     pub(super) async fn fill(&mut self) -> Result<(), End> {
         let mut took = false;
+        let barred = match self.busy < self.slots && !self.draining {
+            true => self.auditor.barred_jobs(&self.name),
+            false => Vec::new(),
+        };
         while self.busy < self.slots && !self.draining {
             let id = self.next_lease.fetch_add(1, Ordering::SeqCst);
-            let Some((job, work, spent_nodes)) = self.pool.take_remote(id) else {
+            let Some((job, work, spent_nodes)) = self.pool.take_remote(id, &barred) else {
                 return Ok(());
             };
             took = true;
@@ -511,6 +527,7 @@ impl Session {
             return Ok(());
         }
         let lease = &self.leases[&lease_ref.id];
+        let mut audited: Option<Ended> = None;
         let (settlement, stats) = if lease.revoked {
             (Settlement::default(), xcc::Stats::default())
         } else {
@@ -536,6 +553,15 @@ impl Session {
                         .map_err(|e| End::Protocol(format!("ended.remaining: {e}")))?;
                 }
             }
+            // Runs that ended or checkpointed are audited (a checkpointed
+            // one by replaying it to its checkpoint, see `audit`).
+            audited = match &end {
+                crate::run::RunEnd::Exhausted => Some(Ended::Exhausted),
+                crate::run::RunEnd::Checkpointed(remaining) => Some(Ended::Checkpointed {
+                    remaining: remaining.clone(),
+                }),
+                _ => None,
+            };
             let settlement = lease
                 .ledger
                 .settle(end, ended.found)
@@ -558,8 +584,25 @@ impl Session {
             if let Some(failure) = &settlement.failure {
                 tracing::warn!(worker = %self.id, name = %self.name, job = lease.job.id, error = failure.message(), "a remote run failed");
             }
+            // Recorded for the audits (and held open, if audited) before
+            // it is booked: the job cannot end in between.
+            let next = audited.map(|end| {
+                let mut work = lease.ledger.work().clone();
+                work.task.weight = settlement.finished_weight;
+                let finished = Finished {
+                    work,
+                    delivered: lease.ledger.delivered(),
+                    stats: stats.clone(),
+                    counted: !lease.want_solutions,
+                    end,
+                };
+                self.auditor.finished(&self.name, &lease.job, finished)
+            });
             self.pool
                 .finish_remote_run(lease_ref.id, &lease.job, &stats, settlement);
+            if let Some(next) = next {
+                self.auditor.go(next);
+            }
         }
         Ok(())
     }
@@ -576,16 +619,25 @@ impl Session {
         let broke_now = !matches!(end, End::Silent);
         for (id, lease) in &live {
             if !lease.revoked {
-                self.pool.end_remote_run(
-                    *id,
-                    &lease.job,
-                    &xcc::Stats::default(),
+                let mut settlement = lease
+                    .ledger
+                    .lose(max_attempts, lease.point(poll_interval, broke_now));
+                if !lease.want_solutions && self.auditor.barred_from(&self.name, lease.job.id) {
+                    // What a caught worker counted is not kept: its task
+                    // counts again from where it was leased.
+                    let skip = lease.ledger.work().skip;
                     lease
-                        .ledger
-                        .lose(max_attempts, lease.point(poll_interval, broke_now)),
-                );
+                        .job
+                        .withdraw(lease.ledger.delivered() - skip, &xcc::Stats::default());
+                    for work in &mut settlement.requeue {
+                        work.skip = skip;
+                    }
+                }
+                self.pool
+                    .end_remote_run(*id, &lease.job, &xcc::Stats::default(), settlement);
             }
         }
+        self.auditor.left(&self.id);
         self.pool.remote_left(self.slots, self.slots - self.busy);
         metrics::gauge!(metric::REMOTE_WORKERS).decrement(1.0);
         match end {
@@ -608,6 +660,16 @@ impl Session {
                 let _ = self
                     .tx
                     .send(Err(Status::unavailable("the coordinator is shutting down")))
+                    .await;
+            }
+            End::Barred => {
+                tracing::warn!(worker = %self.id, name = %self.name, lost, "an audit caught the worker: disconnected and barred");
+                let _ = self
+                    .tx
+                    .send(Err(Status::permission_denied(
+                        "an audit ran a lease of this worker again and got other numbers: the \
+                         worker is barred and its leases are redone",
+                    )))
                     .await;
             }
             End::Protocol(error) => {

@@ -12,6 +12,7 @@ use tonic::Status;
 
 use super::session::Session;
 use super::{ClusterConfig, REMOTE_SLICE, TICK};
+use crate::service::cluster::audit::{AuditConfig, Auditor};
 use crate::service::cluster::proto::{
     self as pb, coordinator_message::Kind as Out, worker_message::Kind as In, AskKind,
 };
@@ -60,6 +61,7 @@ fn harness(config: ClusterConfig) -> Harness {
         ("worker-1".into(), "test".into()),
         1,
         tx,
+        Auditor::new(pool.clone(), AuditConfig::default()),
     );
     let session = tokio::spawn(session.run(ReceiverStream::new(inbound)));
     Harness {
@@ -122,6 +124,7 @@ fn config() -> ClusterConfig {
         lease_timeout: Duration::from_secs(5),
         token: None,
         stall_timeout: Duration::from_secs(30),
+        audit: AuditConfig::default(),
     }
 }
 
@@ -216,6 +219,7 @@ async fn a_hungry_cluster_gets_a_give_away_before_a_slice_checkpoint() {
         ("worker-1".into(), "test".into()),
         1,
         tx,
+        Auditor::new(pool.clone(), AuditConfig::default()),
     );
     pool.remote_joined(1);
     for _ in 0..2 {
