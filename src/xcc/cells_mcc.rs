@@ -174,7 +174,12 @@ impl Sets {
     /// the active list. False when a primary item would be left with fewer
     /// options than its bound needs (the removal stops there).
     #[inline(always)]
-    unsafe fn hide(self, optp: u32, active: &mut u32, updates: &mut u64) -> bool {
+    unsafe fn hide<const PLAIN: bool>(
+        self,
+        optp: u32,
+        active: &mut u32,
+        updates: &mut u64,
+    ) -> bool {
         let second = self.second;
         let mut nn = *self.head.add(optp as usize);
         loop {
@@ -183,7 +188,7 @@ impl Sets {
                 return true;
             }
             let ii = itm as u32;
-            let secondary = p >= second;
+            let secondary = !PLAIN && p >= second;
             if secondary && self.s(ii - POS as u32) >= *active {
                 nn += 1;
                 continue;
@@ -211,7 +216,7 @@ impl Sets {
     /// the last slot down (with `COLORED`, only those whose color at `ii`
     /// is not `c`, a color; else all). False when a hide fails (the walk stops there).
     #[inline(always)]
-    unsafe fn purge<const COLORED: bool>(
+    unsafe fn purge<const COLORED: bool, const PLAIN: bool>(
         self,
         ii: u32,
         pp: u32,
@@ -229,7 +234,7 @@ impl Sets {
             if COLORED && *self.clr.add(optp as usize) == c {
                 continue;
             }
-            if !self.hide(optp, active, updates) {
+            if !self.hide::<PLAIN>(optp, active, updates) {
                 return false;
             }
         }
@@ -239,7 +244,13 @@ impl Sets {
     /// SSMCC's `include_option` (see [`CellsMcc::include`]); with `exact`,
     /// a failing set walk's updates are taken back off the count.
     #[inline(always)]
-    unsafe fn include(self, opt: u32, active: &mut u32, updates: &mut u64, exact: bool) -> bool {
+    unsafe fn include<const PLAIN: bool>(
+        self,
+        opt: u32,
+        active: &mut u32,
+        updates: &mut u64,
+        exact: bool,
+    ) -> bool {
         let second = self.second;
         let mut o = *self.head.add(opt as usize);
         loop {
@@ -249,20 +260,26 @@ impl Sets {
             }
             let ii = itm as u32;
             let p = self.s(ii - POS as u32);
-            if p >= *active {
+            if !PLAIN && p >= *active {
                 // A purified secondary item (a primary item of an active
                 // option is active).
                 debug_assert!(ii >= second, "primary item of an active option inactive");
                 o += 1;
                 continue;
             }
-            let primary = ii < second;
+            let primary = PLAIN || ii < second;
             // The item's new `need` (bound - slack), and whether its bound
             // reached 0.
             let (need, done) = if primary {
                 let need = self.s(ii - NEED as u32) as i32 - 1;
                 self.put(ii - NEED as u32, need as u32);
-                (need, need + self.s(ii - SLACK as u32) as i32 == 0)
+                // (A plain problem's slacks are 0.)
+                let slack = if PLAIN {
+                    0
+                } else {
+                    self.s(ii - SLACK as u32) as i32
+                };
+                (need, need + slack == 0)
             } else {
                 (0, true)
             };
@@ -276,10 +293,10 @@ impl Sets {
                 } else {
                     *self.clr.add(o as usize)
                 };
-                let ok = if c == 0 {
-                    self.purge::<false>(ii, pp, 0, active, updates)
+                let ok = if PLAIN || c == 0 {
+                    self.purge::<false, PLAIN>(ii, pp, 0, active, updates)
                 } else {
-                    self.purge::<true>(ii, pp, c, active, updates)
+                    self.purge::<true, PLAIN>(ii, pp, c, active, updates)
                 };
                 if !ok {
                     if exact {
@@ -345,6 +362,11 @@ pub(crate) struct CellsMcc {
     force: Vec<u32>,
     /// [`CellsMcc::choose`]'s key is a `u64` ([`narrow_key`]).
     narrow: bool,
+    /// No secondary items, and every item's slack is 0 and bound positive
+    /// (`u = v > 0`; an active item's bound then stays positive): the
+    /// search runs its `PLAIN` specialization, which skips the checks for
+    /// secondary items and the reads of slacks.
+    plain: bool,
     save: Vec<Saved>,
     /// The save stack's worst case ([`save_entries`]): it never grows past it.
     save_limit: usize,
@@ -518,6 +540,10 @@ impl CellsMcc {
         }
         let depth = kept.iter().filter(|&&k| k).count() + 2;
         let narrow = narrow_key(&set, &item, second);
+        let plain = second as usize >= set.len() + 4
+            && item
+                .iter()
+                .all(|&x| set[x as usize - SLACK] == 0 && set[x as usize - NEED] as i32 > 0);
         CellsMcc {
             nd0: nd.clone(),
             set0: set.clone(),
@@ -536,6 +562,7 @@ impl CellsMcc {
             updates: 0,
             force: Vec::with_capacity(problem.entries() + 1),
             narrow,
+            plain,
             save: Vec::new(),
             save_limit: usize::try_from(save_entries(problem)).unwrap_or(usize::MAX),
             out_of_memory: None,
@@ -606,12 +633,12 @@ impl CellsMcc {
 
     /// SSMCC's "remove `optp` from its other sets" (and "remove the option
     /// `cur_choice`"); see [`Sets::hide`].
-    fn hide(&mut self, optp: u32) -> bool {
+    fn hide<const PLAIN: bool>(&mut self, optp: u32) -> bool {
         let sets = self.sets();
         let (mut active, mut updates) = (self.active, self.updates);
         // SAFETY: `optp` is a cell of an option; the arrays are this
         // engine's (see above).
-        let ok = unsafe { sets.hide(optp, &mut active, &mut updates) };
+        let ok = unsafe { sets.hide::<PLAIN>(optp, &mut active, &mut updates) };
         (self.active, self.updates) = (active, updates);
         ok
     }
@@ -622,11 +649,11 @@ impl CellsMcc {
     /// list. False (the force stack cleared) when that leaves a primary item
     /// with too few options. (Not inlined: in the search loop it cost
     /// rowcol6k3 1 % more instructions, the loop's registers spilled.)
-    fn include(&mut self, opt: u32) -> bool {
+    fn include<const PLAIN: bool>(&mut self, opt: u32) -> bool {
         let sets = self.sets();
         let (mut active, mut updates) = (self.active, self.updates);
         // SAFETY: as for `hide`.
-        let ok = unsafe { sets.include(opt, &mut active, &mut updates, self.exact) };
+        let ok = unsafe { sets.include::<PLAIN>(opt, &mut active, &mut updates, self.exact) };
         (self.active, self.updates) = (active, updates);
         if !ok {
             self.force.clear();
@@ -638,16 +665,16 @@ impl CellsMcc {
     /// of score 1 goes on the force stack (once per option it must take);
     /// otherwise the best score. `NONE` when no item is left to branch on.
     #[inline(always)]
-    fn choose(&mut self) -> u32 {
+    fn choose<const PLAIN: bool>(&mut self) -> u32 {
         // SSMCC's order as one key (see `narrow_key`), so that the minimum
         // is taken without a branch per item that the predictor misses.
         if self.narrow {
-            self.scan(u64::MAX, |t, s, z, x| {
+            self.scan::<u64, PLAIN>(u64::MAX, |t, s, z, x| {
                 u64::from(t) << 48 | u64::from(s) << 32 | u64::from(z) << 16 | u64::from(x)
             })
             .map_or(NONE, |k| (k & 0xffff) as u32)
         } else {
-            self.scan(u128::MAX, |t, s, z, x| {
+            self.scan::<u128, PLAIN>(u128::MAX, |t, s, z, x| {
                 u128::from(t) << 96 | u128::from(s) << 64 | u128::from(z) << 32 | u128::from(x)
             })
             .map_or(NONE, |k| k as u32)
@@ -658,7 +685,11 @@ impl CellsMcc {
     /// item's score `t`, `min(slack, bound)`, `0xffff - size` (the longer
     /// set first; `!size` in a wide key) and index.
     #[inline(always)]
-    fn scan<K: Copy + Ord>(&mut self, max: K, pack: impl Fn(u32, u32, u32, u32) -> K) -> Option<K> {
+    fn scan<K: Copy + Ord, const PLAIN: bool>(
+        &mut self,
+        max: K,
+        pack: impl Fn(u32, u32, u32, u32) -> K,
+    ) -> Option<K> {
         let mut best = max;
         let set = self.set.as_ptr();
         let second = self.second;
@@ -671,21 +702,26 @@ impl CellsMcc {
         let force = self.force.as_mut_ptr();
         let mut forced = 0usize;
         for &x in &self.item[..self.active as usize] {
-            if x >= second {
+            if !PLAIN && x >= second {
                 continue;
             }
-            // SAFETY: active entries are items.
+            // SAFETY: active entries are items. (A plain problem's slacks
+            // are 0.)
             let (need, slack, size) = unsafe {
                 (
                     *set.add(x as usize - NEED) as i32,
-                    *set.add(x as usize - SLACK),
+                    if PLAIN {
+                        0
+                    } else {
+                        *set.add(x as usize - SLACK)
+                    },
                     *set.add(x as usize - SIZE),
                 )
             };
             // With `bound = need + slack`: the score `size + min(slack,
             // bound) - bound + 1` is `size + 1 - max(need, 0)`, and
             // `min(slack, bound)` is `slack + min(need, 0)`.
-            let must = need.max(0);
+            let must = if PLAIN { need } else { need.max(0) };
             let t = size + 1 - must as u32;
             if t == 1 {
                 // SAFETY: see above.
@@ -717,12 +753,12 @@ impl CellsMcc {
     /// item pushed, or (`Order::Exact`, whose stack is sorted) the smallest
     /// active one.
     #[inline(always)]
-    fn pick(&mut self) -> Pick {
+    fn pick<const PLAIN: bool>(&mut self) -> Pick {
         if let Some(x) = self.pop_forced() {
             return Pick::Item(x, true);
         }
         // The stack is empty: the scan fills it (with active items).
-        let best = self.choose();
+        let best = self.choose::<PLAIN>();
         if self.exact && self.force.len() > 1 {
             sort_forced(&mut self.force);
         }
@@ -847,7 +883,13 @@ impl CellsMcc {
             }
             .into());
         }
-        let result = self.search(task, config, visitor)?;
+        // The plain search (no secondary items, every slack 0) is
+        // monomorphized once, chosen here.
+        let result = if self.plain {
+            self.search::<V, true>(task, config, visitor)?
+        } else {
+            self.search::<V, false>(task, config, visitor)?
+        };
         if let Some(bytes) = self.out_of_memory.take() {
             return Err(RunError::OutOfMemory(OutOfMemory {
                 engine: Engine::Cells,
@@ -876,7 +918,7 @@ impl CellsMcc {
 
     /// SSMCC's main loop with task ranges: forward (a node), advance (its
     /// left child), purgeit (its right child), backup.
-    fn search<V: Visitor>(
+    fn search<V: Visitor, const PLAIN: bool>(
         &mut self,
         task: &Task,
         config: &RunConfig,
@@ -902,7 +944,7 @@ impl CellsMcc {
             } else if config.check_partial && level > self.base && !self.accepts(level, visitor) {
                 self.force.clear();
             } else {
-                match self.pick() {
+                match self.pick::<PLAIN>() {
                     Pick::Solution => {
                         if level < self.base {
                             // The path goes on below a solution.
@@ -948,12 +990,12 @@ impl CellsMcc {
                     *unsafe { at(&mut self.alt, level) } = alt;
                     let cur = unsafe { at(&mut self.levels, level) }.choice;
                     let ok = if alt == 0 {
-                        self.include(cur)
+                        self.include::<PLAIN>(cur)
                     } else {
                         // The node's state (a no-op when the left child
                         // was not this run's).
                         self.restore_state(level);
-                        self.hide(cur)
+                        self.hide::<PLAIN>(cur)
                     };
                     if ok {
                         self.descend(level, alt);
@@ -1095,7 +1137,7 @@ impl CellsMcc {
         }
         let mut level = 0;
         let end = loop {
-            let (best, forced) = match self.pick() {
+            let (best, forced) = match self.pick::<false>() {
                 Pick::Solution => break ProbeEnd::Solution,
                 Pick::Item(best, forced) => (best, forced),
             };
@@ -1104,9 +1146,9 @@ impl CellsMcc {
             let r = choose(degree).min(degree - 1);
             degrees.push(degree);
             let ok = if r == 0 {
-                self.include(cur)
+                self.include::<false>(cur)
             } else {
-                self.hide(cur)
+                self.hide::<false>(cur)
             };
             if !ok {
                 break ProbeEnd::Missing;
