@@ -853,6 +853,20 @@ impl FakeWorker {
     }
 }
 
+/// A report of one solution of two options, packed as `indices` of
+/// `width` bytes each (for the lies about the packed form).
+fn packed_solution(lease: wire::LeaseRef, indices: Vec<u8>, width: u32) -> Vec<ToCoordinator> {
+    vec![ToCoordinator::Found(wire::Found {
+        lease: Some(lease),
+        first: 0,
+        count: 1,
+        packed_indices: indices.into(),
+        packed_lengths: vec![2],
+        packed_index_bytes: width,
+        ..Default::default()
+    })]
+}
+
 /// A real worker in this process (`worker::run`), one thread.
 struct InProcessWorker {
     stop: tokio::sync::oneshot::Sender<()>,
@@ -995,41 +1009,11 @@ async fn lying_workers_are_disconnected_and_the_answer_stays_exact() {
             })]
         }),
         // Packed solutions whose bytes do not match their lengths.
-        Box::new(|lease| {
-            vec![ToCoordinator::Found(wire::Found {
-                lease: Some(lease),
-                first: 0,
-                count: 1,
-                packed_indices: vec![0u8, 1, 2].into(),
-                packed_lengths: vec![2],
-                packed_index_bytes: 1,
-                ..Default::default()
-            })]
-        }),
+        Box::new(|lease| packed_solution(lease, vec![0u8, 1, 2], 1)),
         // Packed with a width that is not 1, 2 or 4.
-        Box::new(|lease| {
-            vec![ToCoordinator::Found(wire::Found {
-                lease: Some(lease),
-                first: 0,
-                count: 1,
-                packed_indices: vec![0u8, 0, 0, 1, 0, 0].into(),
-                packed_lengths: vec![2],
-                packed_index_bytes: 3,
-                ..Default::default()
-            })]
-        }),
+        Box::new(|lease| packed_solution(lease, vec![0u8, 0, 0, 1, 0, 0], 3)),
         // Packed, well formed, not a solution (options 0 and 1 again).
-        Box::new(|lease| {
-            vec![ToCoordinator::Found(wire::Found {
-                lease: Some(lease),
-                first: 0,
-                count: 1,
-                packed_indices: vec![0u8, 0, 1, 0].into(),
-                packed_lengths: vec![2],
-                packed_index_bytes: 2,
-                ..Default::default()
-            })]
-        }),
+        Box::new(|lease| packed_solution(lease, vec![0u8, 0, 1, 0], 2)),
         // A give-away of a node that is not below the leased root's range
         // (the root task's range is the whole tree, so: a path that skips
         // levels above it is fine, but an empty range is not).
