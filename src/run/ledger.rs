@@ -122,6 +122,10 @@ pub enum Failure {
     /// The job store failed under a durable job; the cause, when the store
     /// cannot be written, says what an operator must do (its own reason).
     Store(String, Option<StoreCause>),
+    /// A remote worker caught lying had delivered what cannot be taken
+    /// back (solutions that reached the client, tasks handed on): the
+    /// answer cannot be corrected.
+    Corrupted(String),
 }
 
 /// Why the job store cannot be written: each has its own remedy, its own
@@ -149,7 +153,8 @@ impl Failure {
             | Failure::Exhausted(message)
             | Failure::Memory(message)
             | Failure::NoWorkers(message)
-            | Failure::Store(message, _) => message,
+            | Failure::Store(message, _)
+            | Failure::Corrupted(message) => message,
         }
     }
 }

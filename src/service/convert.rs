@@ -693,6 +693,9 @@ pub fn end_status(s: &Summary) -> Option<tonic::Status> {
             Some(Failure::Store(message, cause)) => {
                 status::error(status::store_reason(*cause), message.clone())
             }
+            Some(Failure::Corrupted(message)) => {
+                status::error(status::Reason::AuditUncorrectable, message.clone())
+            }
             None => status::internal("the search failed"),
         }),
     }

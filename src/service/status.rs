@@ -145,6 +145,8 @@ reasons! {
     Cancelled = "CANCELLED", Cancelled, None;
     /// A remote worker running the search was lost; the job may be run again.
     WorkLost = "WORK_LOST", Aborted, None;
+    /// An audit caught a remote worker lying after what it delivered had reached the client: the answer cannot be corrected.
+    AuditUncorrectable = "AUDIT_UNCORRECTABLE", DataLoss, None;
     /// The server failed (a bug; it has been logged).
     Internal = "INTERNAL", Internal, None;
 }

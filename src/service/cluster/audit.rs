@@ -12,15 +12,22 @@
 //! worker: a thread of its own cannot collude with the worker it checks,
 //! and it needs no protocol), and its numbers compared with the lease's.
 //!
+//! - **What is compared**: the solutions (their number and, for a stream,
+//!   their [`Fingerprint`]: a worker that sends one solution twice and
+//!   leaves out another has the right number, every solution valid), the
+//!   nodes and the updates, and how the run ended.
 //! - **What is audited**: leases that end EXHAUSTED (their part of the tree
 //!   is the leased task minus what the run gave away, which the ledger
-//!   recorded as cuts) and leases that checkpoint: those are replayed,
+//!   recorded as cuts); leases that checkpoint: those are replayed,
 //!   polling at every node, to the node count they reported (a worker may
 //!   poll at any interval, so only a poll at each node stops where it
-//!   stopped) and must hand back the same tasks. (Their
+//!   stopped) and must hand back the same tasks (their
 //!   part of the tree is not the task with the work handed back cut away:
-//!   the cells engine numbers a node's alternatives as its run left them.)
-//!   Leases that stop (a limit, a revoke) or are lost are not.
+//!   the cells engine numbers a node's alternatives as its run left them);
+//!   and leases lost with their worker after delivering something, whose
+//!   tasks go on past it: those are replayed to the last solution they
+//!   delivered, which must be the task's first ones (a count no more than
+//!   the task has). Leases that stop (a limit, a revoke) are not.
 //! - **Sampling**: a lease of a worker that has had `a` audits is audited
 //!   with probability `min(1, r·(1 + 3/(1 + a)))`: at least `r`, and more for
 //!   workers with few audits behind them (a worker that joins to lie on a
@@ -36,6 +43,14 @@
 //!   replayed here instead, delivering what it should have), and so are
 //!   the leases it held;
 //!   `xccd_audit_mismatches_total{worker}` counts it.
+//! - **What cannot be corrected fails the job** (DATA_LOSS,
+//!   `AUDIT_UNCORRECTABLE`) rather than let it end with a wrong answer: a
+//!   stream's solutions have reached the client, so a caught worker's
+//!   streamed lease is corrected only when what it sent is its task's first
+//!   solutions (the stream then goes on past them: an omission is mended,
+//!   a duplicate is not); and the tasks a checkpoint handed back were
+//!   queued and may have run, so a caught worker's checkpoint must be the
+//!   one its run makes. Counts are always corrected.
 //! - **A job does not end before the audits of its leases are settled**
 //!   (the pool holds it open, [`Pool::audit_begin`]), so its answer is
 //!   corrected before the client sees it.
@@ -44,7 +59,7 @@
 //! its `k` finished leases escapes an audit with probability at most
 //! `1 - r`, independently, so all of them with at most `(1 - r)^k`; once
 //! one is caught every one is redone, so the job's answer is wrong only
-//! then.
+//! then (or the job fails, as above).
 //!
 //! It must not hold leases (the sessions do) nor book runs (the pool does).
 
@@ -55,7 +70,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::Notify;
 
-use crate::run::{run_task, QueuedTask, RunEnd, RunSpec, Taken};
+use super::fingerprint::Fingerprint;
+use crate::run::{run_task, Failure, QueuedTask, RunEnd, RunSpec, Stop, Taken};
 use crate::service::job::{Job, JobId};
 use crate::service::metrics as metric;
 use crate::service::pool::{Pool, Withdrawal};
@@ -104,7 +120,9 @@ pub(super) struct Finished {
     /// Count-only: its solutions were only counted (and can be taken
     /// back); else streamed or kept.
     pub(super) counted: bool,
-    /// How it ended: EXHAUSTED, else checkpointed.
+    /// The fingerprint of the solutions it delivered (none for a count).
+    pub(super) fingerprint: Fingerprint,
+    /// How it ended: EXHAUSTED, checkpointed, or lost.
     pub(super) end: Ended,
 }
 
@@ -121,6 +139,12 @@ pub(super) enum Ended {
     Checkpointed {
         remaining: Vec<crate::xcc::Task>,
     },
+    /// Lost with its worker, having delivered solutions (or counted them):
+    /// its task is queued again to go on past them, so what is checked is
+    /// that they are its task's first ones (the replay stops there). A
+    /// count-only lease only claims a number: it must not be more than the
+    /// task has.
+    Lost,
 }
 
 /// A replay of a checkpointed run: it checkpoints at the first poll at or
@@ -144,8 +168,9 @@ impl<F: FnMut(crate::run::Batch)> crate::run::Port for Replay<F> {
     }
 }
 
-/// Runs `finished`'s task again as its run went (to its end, or to its
-/// checkpoint), from solution `skip` on, handing the batches to `deliver`.
+/// Runs `finished`'s task again as its run went (to its end, to its
+/// checkpoint, or, lost, to the last solution it delivered), from solution
+/// `skip` on, handing the batches to `deliver`.
 fn replay(
     job: &Job,
     solver: &mut Solver,
@@ -155,12 +180,18 @@ fn replay(
     deliver: impl FnMut(crate::run::Batch),
 ) -> crate::run::RunReport {
     let (nodes, poll_interval) = match &finished.end {
-        Ended::Exhausted => (0, crate::xcc::POLL_INTERVAL),
+        Ended::Exhausted | Ended::Lost => (0, crate::xcc::POLL_INTERVAL),
         // Exact for any poll the worker chose (see [`Ended::Checkpointed`]).
         Ended::Checkpointed { .. } => (finished.stats.nodes, 1),
     };
+    let limit = match &finished.end {
+        // Never zero: a lost lease is recorded only with solutions past its skip.
+        Ended::Lost => Some(finished.delivered.saturating_sub(skip).max(1)),
+        _ => None,
+    };
     let spec = RunSpec {
         skip,
+        limit,
         want_solutions,
         batch_size: if want_solutions { 256 } else { usize::MAX },
         poll_interval,
@@ -175,6 +206,107 @@ fn replay(
         job.spec.condition.as_deref(),
         &mut Replay { nodes, deliver },
     )
+}
+
+/// What a replay of a lease found, delivering nothing: its report, and the
+/// fingerprints of its solutions past the lease's skip (of all of them, and
+/// of those before the index the lease delivered up to).
+struct Replayed {
+    report: crate::run::RunReport,
+    all: Fingerprint,
+    delivered: Fingerprint,
+}
+
+fn replay_quietly(job: &Job, solver: &mut Solver, finished: &Finished) -> Replayed {
+    let mut all = Fingerprint::default();
+    let mut delivered = Fingerprint::default();
+    let upto = finished.delivered;
+    let report = replay(
+        job,
+        solver,
+        finished,
+        finished.work.skip,
+        !finished.counted,
+        |batch| {
+            for (k, solution) in batch.solutions.iter().enumerate() {
+                all.add(solution);
+                if batch.first.saturating_add(k as u64) < upto {
+                    delivered.add(solution);
+                }
+            }
+        },
+    );
+    Replayed {
+        report,
+        all,
+        delivered,
+    }
+}
+
+/// Whether what a lease booked holds against its replay (`None`: the
+/// replay was stopped with its job, nothing to settle); else what differs.
+fn judge(finished: &Finished, replayed: &Replayed) -> Option<Result<(), String>> {
+    let report = &replayed.report;
+    let ended_alike = match (&finished.end, &report.end) {
+        (Ended::Exhausted, RunEnd::Exhausted) => true,
+        (Ended::Checkpointed { remaining }, RunEnd::Checkpointed(again)) => {
+            same_tasks(remaining, again)
+        }
+        // Stopped at the last solution it delivered, or its task has
+        // fewer (the numbers below differ then).
+        (Ended::Lost, RunEnd::Stopped(Stop::SolutionLimit) | RunEnd::Exhausted) => true,
+        // The replay went on past where the run said it stopped, or
+        // stopped before: not the same run.
+        (_, RunEnd::Exhausted | RunEnd::Checkpointed(_) | RunEnd::Stopped(Stop::SolutionLimit)) => {
+            false
+        }
+        // Stopped with its job: nothing to settle.
+        _ => return None,
+    };
+    let same_solutions = finished.counted || finished.fingerprint == replayed.all;
+    let lost = matches!(finished.end, Ended::Lost);
+    let claimed = (
+        finished.delivered,
+        finished.stats.nodes,
+        finished.stats.updates,
+    );
+    // A lease's books start at its skip: a task queued again past more
+    // solutions than it has (a count a caught worker claimed) delivers
+    // none and stays there.
+    let found = (
+        report.found.max(finished.work.skip),
+        report.stats.nodes,
+        report.stats.updates,
+    );
+    // A lost lease stopped at a node nobody knows: only its solutions count.
+    let agree = if lost {
+        claimed.0 == found.0
+    } else {
+        claimed == found
+    };
+    if agree && ended_alike && same_solutions {
+        return Some(Ok(()));
+    }
+    let mut why = if lost {
+        format!(
+            "a lease lost with its worker had delivered up to solution {}; run again here to \
+             there, its task gives {}",
+            claimed.0, found.0
+        )
+    } else {
+        format!(
+            "a lease reported {} solutions, {} nodes and {} updates; run again here, its task \
+             gives {} solutions, {} nodes and {} updates",
+            claimed.0, claimed.1, claimed.2, found.0, found.1, found.2
+        )
+    };
+    if !ended_alike {
+        why.push_str(", and another end");
+    }
+    if !same_solutions {
+        why.push_str(", and other solutions (their fingerprints differ)");
+    }
+    Some(Err(why))
 }
 
 /// Redoes a checkpointed lease of a caught worker here: what it booked is
@@ -197,6 +329,73 @@ fn redo_here(job: &Job, solver: &mut Solver, finished: &Finished) {
     job.add_stats(&report.stats);
 }
 
+/// Corrects what a lease of a caught worker booked: returns what the pool
+/// must take back and queue again, if anything; or why the job's answer
+/// cannot be corrected. What a count-only lease counted can be taken back;
+/// what a stream delivered has reached the client, so it must be the
+/// task's first solutions (the stream then goes on past them), and the
+/// tasks a checkpoint handed back were queued, so they must be what the
+/// run's checkpoint hands back.
+fn redo(job: &Job, solver: &mut Solver, finished: &Finished) -> Result<Option<Withdrawal>, String> {
+    if finished.counted && matches!(finished.end, Ended::Exhausted) {
+        return Ok(Some(finished.withdrawal()));
+    }
+    let replayed = replay_quietly(job, solver, finished);
+    if matches!(
+        replayed.report.end,
+        RunEnd::Stopped(Stop::Asked) | RunEnd::Failed(_) | RunEnd::OutOfMemory(_)
+    ) {
+        // Stopped with its job (or failing it): nothing to correct.
+        return Ok(None);
+    }
+    if !finished.counted && replayed.delivered != finished.fingerprint {
+        return Err(format!(
+            "streamed {} solutions that are not its task's first ones (they reached the client \
+             and cannot be taken back)",
+            finished.delivered.saturating_sub(finished.work.skip)
+        ));
+    }
+    match &finished.end {
+        Ended::Exhausted => Ok(Some(finished.withdrawal())),
+        Ended::Lost => {
+            // Its task was queued again to go on past what it claimed; a
+            // count past what the task has is taken back.
+            if finished.counted {
+                let over = finished.delivered.saturating_sub(replayed.report.found);
+                job.withdraw(over, &Stats::default());
+            }
+            Ok(None)
+        }
+        Ended::Checkpointed { remaining } => {
+            let alike = matches!(&replayed.report.end, RunEnd::Checkpointed(again) if same_tasks(remaining, again));
+            if !alike {
+                return Err(
+                    "checkpointed a lease at a node its run does not stop at (the tasks it handed \
+                     back were queued and cannot be taken back)"
+                        .to_string(),
+                );
+            }
+            redo_here(job, solver, finished);
+            Ok(None)
+        }
+    }
+}
+
+/// A caught worker's lie cannot be corrected (see [`redo`]): the job
+/// fails, saying so, rather than end with a wrong answer.
+fn fail_uncorrectable(job: &Job, worker: &str, why: &str) {
+    tracing::error!(
+        worker,
+        job = job.id,
+        why,
+        "an audit found a lie that cannot be corrected: the job fails"
+    );
+    job.fail(Failure::Corrupted(format!(
+        "remote worker {worker:?}, caught lying by an audit, {why}: the answer cannot be \
+         corrected, so the job failed; run it again (the worker is barred from it)"
+    )));
+}
+
 /// Whether two lists of tasks name the same parts of the tree.
 fn same_tasks(a: &[crate::xcc::Task], b: &[crate::xcc::Task]) -> bool {
     a.len() == b.len()
@@ -206,7 +405,8 @@ fn same_tasks(a: &[crate::xcc::Task], b: &[crate::xcc::Task]) -> bool {
 }
 
 impl Finished {
-    /// What to take back of it, and its task to run again.
+    /// What to take back of a lease that ran to its end, and its task to
+    /// run again.
     fn withdrawal(&self) -> Withdrawal {
         let mut work = self.work.clone();
         let solutions = if self.counted {
@@ -232,8 +432,8 @@ pub(super) enum Next {
     Nothing,
     /// Hand it to the auditing thread ([`Auditor::go`]).
     Audit(Check),
-    /// Its worker was caught already: take it back (a lease that ran to
-    /// its end; a checkpointed one is redone by the auditing thread).
+    /// Its worker was caught already: take it back (a count that ran to
+    /// its end; anything else is redone by the auditing thread).
     Withdraw(Arc<Job>, Withdrawal),
 }
 
@@ -294,6 +494,12 @@ impl Auditor {
         })
     }
 
+    /// Whether leases are audited at all (else their solutions need no
+    /// fingerprint).
+    pub(super) fn is_on(&self) -> bool {
+        self.config.rate > 0.0
+    }
+
     /// Whether a worker of this name may connect (not barred for life).
     pub(super) fn admits(&self, name: &str) -> bool {
         !self.books.locked().barred_for_life.contains(name)
@@ -332,10 +538,11 @@ impl Auditor {
             .is_some_and(|jobs| jobs.iter().any(|(id, _)| *id == job))
     }
 
-    /// A lease of worker `name` on `job` ended EXHAUSTED, about to be
-    /// booked: records it, and says whether it is to be audited (or taken
-    /// back at once, its worker caught already). Either holds the job open
-    /// until it is settled: call [`Auditor::go`] once it is booked.
+    /// A lease of worker `name` on `job` ended (EXHAUSTED, checkpointed, or
+    /// lost having delivered something), about to be booked: records it,
+    /// and says whether it is to be audited (or taken back at once, its
+    /// worker caught already). Either holds the job open until it is
+    /// settled: call [`Auditor::go`] once it is booked.
     pub(super) fn finished(&self, name: &str, job: &Arc<Job>, finished: Finished) -> Next {
         if self.config.rate <= 0.0 {
             return Next::Nothing;
@@ -356,15 +563,15 @@ impl Auditor {
             if !self.pool.audit_begin(job) {
                 return Next::Nothing;
             }
-            return match finished.end {
-                Ended::Exhausted => Next::Withdraw(job.clone(), finished.withdrawal()),
-                Ended::Checkpointed { .. } => Next::Audit(Check {
-                    job: job.clone(),
-                    worker: name.to_string(),
-                    finished,
-                    redo: true,
-                }),
-            };
+            if finished.counted && matches!(finished.end, Ended::Exhausted) {
+                return Next::Withdraw(job.clone(), finished.withdrawal());
+            }
+            return Next::Audit(Check {
+                job: job.clone(),
+                worker: name.to_string(),
+                finished,
+                redo: true,
+            });
         }
         let audits = books.audits.get(name).copied().unwrap_or(0);
         let chance = (self.config.rate * (1.0 + NEW_WORKER_BONUS / (1.0 + audits as f64))).min(1.0);
@@ -449,7 +656,7 @@ impl Auditor {
             job,
             worker,
             finished,
-            redo,
+            redo: redoing,
         } = check;
         if job.is_stopping() {
             return;
@@ -458,53 +665,35 @@ impl Auditor {
             *solver = Some((job.id, job.new_solver()));
         }
         let (_, solver) = solver.as_mut().expect("built");
-        if redo {
-            redo_here(&job, solver, &finished);
+        if redoing {
+            match redo(&job, solver, &finished) {
+                Ok(Some(withdrawal)) => {
+                    self.pool.withdraw(&job, vec![withdrawal]);
+                }
+                Ok(None) => {}
+                Err(why) => fail_uncorrectable(&job, &worker, &why),
+            }
             return;
         }
-        let report = replay(&job, solver, &finished, finished.work.skip, false, |_| {});
-        let matched = match (&finished.end, &report.end) {
-            (Ended::Exhausted, RunEnd::Exhausted) => true,
-            (Ended::Checkpointed { remaining, .. }, RunEnd::Checkpointed(again)) => {
-                same_tasks(remaining, again)
-            }
-            // The replay went on past where the run said it stopped, or
-            // stopped before: not the same run.
-            (_, RunEnd::Exhausted | RunEnd::Checkpointed(_)) => false,
-            // Stopped with its job: nothing to settle.
-            _ => return,
+        let replayed = replay_quietly(&job, solver, &finished);
+        let Some(verdict) = judge(&finished, &replayed) else {
+            return;
         };
         job.count_audit();
         metrics::counter!(metric::AUDITS).increment(1);
-        let claimed = (
-            finished.delivered,
-            finished.stats.nodes,
-            finished.stats.updates,
-        );
-        let found = (report.found, report.stats.nodes, report.stats.updates);
-        if claimed == found && matched {
+        let Err(why) = verdict else {
             return;
-        }
+        };
         if self.barred_from(&worker, job.id) {
             // Caught already: everything it finished for the job is redone.
             return;
         }
-        let why = format!(
-            "a lease reported {} solutions, {} nodes and {} updates; run again here, its task \
-             gives {} solutions, {} nodes and {} updates{}",
-            claimed.0,
-            claimed.1,
-            claimed.2,
-            found.0,
-            found.1,
-            found.2,
-            if matched { "" } else { ", and another end" }
-        );
         self.convict(&worker, &job, &why, solver);
     }
 
     /// Worker `name` lied on `job`: barred, disconnected, and everything it
-    /// finished for the job taken back.
+    /// finished for the job taken back (or the job failed, where that
+    /// cannot be done).
     fn convict(&self, name: &str, job: &Arc<Job>, why: &str, solver: &mut Solver) {
         metrics::counter!(metric::AUDIT_MISMATCHES, "worker" => name.to_string()).increment(1);
         tracing::warn!(worker = %name, job = job.id, %why, "audit mismatch: the worker is barred and its leases redone");
@@ -527,22 +716,29 @@ impl Auditor {
             .map(|(_, kick)| kick.clone())
             .collect();
         drop(books);
-        // Leases that ran to their end run again elsewhere; checkpointed
-        // ones are replayed here (their part of the tree is not a task),
-        // delivering what they should have.
-        let (exhausted, checkpointed): (Vec<&Finished>, Vec<&Finished>) = leases
-            .iter()
-            .partition(|f| matches!(f.end, Ended::Exhausted));
-        for finished in checkpointed {
-            redo_here(job, solver, finished);
+        // Counts that ran to their end are taken back and run again
+        // elsewhere; the rest are checked, and a checkpointed one replayed
+        // here (its part of the tree is not a task), delivering what it
+        // should have.
+        let mut withdrawals = Vec::new();
+        for finished in &leases {
+            match redo(job, solver, finished) {
+                Ok(Some(withdrawal)) => withdrawals.push(withdrawal),
+                Ok(None) => {}
+                Err(why) => {
+                    fail_uncorrectable(job, name, &why);
+                    withdrawals.clear();
+                    break;
+                }
+            }
         }
-        let withdrawals: Vec<Withdrawal> =
-            exhausted.into_iter().map(Finished::withdrawal).collect();
-        let redone = leases.len();
-        if !self.pool.withdraw(job, withdrawals) {
-            tracing::error!(worker = %name, job = job.id, "the job ended before its audit: its answer stands uncorrected");
+        if !withdrawals.is_empty() {
+            let redone = leases.len();
+            if !self.pool.withdraw(job, withdrawals) {
+                tracing::error!(worker = %name, job = job.id, "the job ended before its audit: its answer stands uncorrected");
+            }
+            tracing::info!(worker = %name, job = job.id, redone, "leases of a barred worker queued again");
         }
-        tracing::info!(worker = %name, job = job.id, redone, "leases of a barred worker queued again");
         for kick in kicks {
             kick.notify_one();
         }

@@ -40,6 +40,7 @@
 
 pub mod audit;
 pub mod coordinator;
+pub(crate) mod fingerprint;
 pub mod proto;
 pub mod roster;
 pub mod sim;

@@ -690,6 +690,8 @@ fn run_lease(
         control,
         disconnected: false,
         omit: lie == Some(TestLie::Omit) && lease.want_solutions,
+        duplicate: lie == Some(TestLie::Duplicate) && lease.want_solutions,
+        vanish: lie == Some(TestLie::Vanish) && !lease.want_solutions,
     };
     let mut report = run_task(
         &mut solver,
@@ -726,8 +728,12 @@ struct RemotePort<'a> {
     control: &'a RunControl,
     /// The stream is gone: the lease is lost, stop.
     disconnected: bool,
-    /// A lie for the audits' tests: found solutions are not sent.
+    /// Lies for the audits' tests (see [`TestLie`]): found solutions are
+    /// not sent; a batch's first solution is sent in place of its second;
+    /// a count is sent too high, and the worker exits.
     omit: bool,
+    duplicate: bool,
+    vanish: bool,
 }
 
 impl RemotePort<'_> {
@@ -759,6 +765,17 @@ enum TestLie {
     /// `XCCD_TEST_LIE=omit`: streamed leases send none of their solutions
     /// (and still end exhausted).
     Omit,
+    /// `XCCD_TEST_LIE=duplicate`: streamed leases send the first solution
+    /// of each batch of two or more again in place of the second (the
+    /// right number of solutions, each valid and in its lease's part of
+    /// the tree).
+    Duplicate,
+    /// `XCCD_TEST_LIE=vanish`: the first count a count-only lease reports
+    /// is a billion too high (more than its task has: a count no higher
+    /// than that would come out right, the task going on past it), and the
+    /// worker exits a moment later (its lease lost, its task queued again
+    /// to go on past the count).
+    Vanish,
 }
 
 /// The worker's [`TestLie`], if `XCCD_TEST_LIE` names one. Read once.
@@ -767,6 +784,8 @@ fn test_lie() -> Option<TestLie> {
     *LIE.get_or_init(|| match std::env::var("XCCD_TEST_LIE").ok()?.as_str() {
         "add-one" => Some(TestLie::AddOne),
         "omit" => Some(TestLie::Omit),
+        "duplicate" => Some(TestLie::Duplicate),
+        "vanish" => Some(TestLie::Vanish),
         _ => None,
     })
 }
@@ -776,6 +795,21 @@ impl Port for RemotePort<'_> {
         metrics::counter!(metric::WORKER_SOLUTIONS).increment(batch.count);
         if self.omit {
             return Taken::All;
+        }
+        let mut batch = batch;
+        if self.duplicate && batch.solutions.len() >= 2 {
+            let first: Vec<u32> = batch.solutions.iter().next().expect("two").to_vec();
+            let mut lied = crate::run::Solutions::new();
+            for (k, solution) in batch.solutions.iter().enumerate() {
+                lied.push(if k == 1 { &first } else { solution });
+            }
+            batch.solutions = lied;
+        }
+        if self.vanish && batch.count > 0 {
+            batch.count += 1_000_000_000;
+            self.send(Out::Found(pb::found(self.lease, batch, self.index_bytes)));
+            std::thread::sleep(Duration::from_millis(500));
+            std::process::exit(3);
         }
         self.send(Out::Found(pb::found(self.lease, batch, self.index_bytes)));
         if self.disconnected {

@@ -19,6 +19,7 @@ use super::super::roster::WorkerRow;
 use super::{reports, ClusterConfig, IDLE_LOOK, PROBLEM_CACHE, TICK};
 use crate::run::{check_task, Batch, Ledger, Region, RunPoint, Settlement};
 use crate::service::cluster::audit::{Auditor, Ended, Finished};
+use crate::service::cluster::fingerprint::Fingerprint;
 use crate::service::cluster::proto::{
     self as pb, coordinator_message::Kind as Out, worker_message::Kind as In, AskKind,
 };
@@ -50,6 +51,9 @@ pub(super) struct Lease {
     /// The part of the tree the run may report solutions from, built at its
     /// first solutions (`Some(None)`: a problem of Algorithm M, unchecked).
     pub(super) region: Option<Option<Region>>,
+    /// The fingerprint of the solutions it delivered, for its audit (see
+    /// [`crate::service::cluster::fingerprint`]).
+    pub(super) fingerprint: Fingerprint,
 }
 
 impl Lease {
@@ -351,6 +355,7 @@ impl Session {
                     progressed: Instant::now(),
                     step: 0,
                     region: None,
+                    fingerprint: Fingerprint::default(),
                 },
             );
             self.send(Out::Lease(message)).await?;
@@ -478,6 +483,7 @@ impl Session {
     /// Delivers the solutions of a report that are new, exactly once,
     /// after checking them (see [`reports::check_found`]).
     fn found(&mut self, mut found: pb::Found) -> Result<(), End> {
+        let audited = self.auditor.is_on();
         let Some((_, lease)) = self.live(found.lease.as_ref()) else {
             return Ok(());
         };
@@ -499,6 +505,9 @@ impl Session {
             return Ok(());
         }
         let solutions = solutions.split_off(known as usize);
+        if audited {
+            lease.fingerprint.add_all(&solutions);
+        }
         // Already found: taken over the stream buffer's capacity, which then
         // stalls the job until its consumer has made room (see `steer_leases`).
         job.deliver(
@@ -594,6 +603,7 @@ impl Session {
                     delivered: lease.ledger.delivered(),
                     stats: stats.clone(),
                     counted: !lease.want_solutions,
+                    fingerprint: lease.fingerprint,
                     end,
                 };
                 self.auditor.finished(&self.name, &lease.job, finished)
@@ -622,19 +632,35 @@ impl Session {
                 let mut settlement = lease
                     .ledger
                     .lose(max_attempts, lease.point(poll_interval, broke_now));
+                let skip = lease.ledger.work().skip;
+                let delivered = lease.ledger.delivered();
+                let mut next = None;
                 if !lease.want_solutions && self.auditor.barred_from(&self.name, lease.job.id) {
                     // What a caught worker counted is not kept: its task
                     // counts again from where it was leased.
-                    let skip = lease.ledger.work().skip;
-                    lease
-                        .job
-                        .withdraw(lease.ledger.delivered() - skip, &xcc::Stats::default());
+                    lease.job.withdraw(delivered - skip, &xcc::Stats::default());
                     for work in &mut settlement.requeue {
                         work.skip = skip;
                     }
+                } else if delivered > skip {
+                    // Its task goes on past what it delivered, which is
+                    // audited as the rest (recorded, and held open if
+                    // audited, before it is booked).
+                    let finished = Finished {
+                        work: lease.ledger.work().clone(),
+                        delivered,
+                        stats: xcc::Stats::default(),
+                        counted: !lease.want_solutions,
+                        fingerprint: lease.fingerprint,
+                        end: Ended::Lost,
+                    };
+                    next = Some(self.auditor.finished(&self.name, &lease.job, finished));
                 }
                 self.pool
                     .end_remote_run(*id, &lease.job, &xcc::Stats::default(), settlement);
+                if let Some(next) = next {
+                    self.auditor.go(next);
+                }
             }
         }
         self.auditor.left(&self.id);
