@@ -87,6 +87,11 @@ pub struct BenchArgs {
     /// checkpoints.
     #[arg(long, default_value_t = 16, requires = "scale")]
     pub lease_nodes: u64,
+    /// With --cluster: the audit rates (`serve --audit-rate`, each from 0
+    /// to 1) whose cost the audit table measures, the first the baseline
+    /// (`--filter audit` runs that table alone).
+    #[arg(long, value_delimiter = ',', default_values_t = [0.0, 0.01, 0.1])]
+    pub audit_rates: Vec<f64>,
     /// With --cluster: the coordinator serves over TLS with this
     /// certificate (PEM, for localhost) and key...
     #[arg(long, value_name = "FILE", requires_all = ["cluster", "tls_key", "ca_cert"])]
@@ -237,7 +242,13 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
             }),
             _ => None,
         };
-        return super::bench_cluster::run(&set, args.filter.as_deref(), tls, out);
+        return super::bench_cluster::run(
+            &set,
+            args.filter.as_deref(),
+            tls,
+            &args.audit_rates,
+            out,
+        );
     }
     if args.simulate {
         let engine = match args.engine {

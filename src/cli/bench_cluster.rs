@@ -4,7 +4,9 @@
 //!   a coordinator (no local threads) and 2 single-thread `xccd worker`
 //!   processes on this machine;
 //! - fault cost: the same remote count when one of the two workers is
-//!   killed (`kill -9`) half-way, and a new one starts in its place.
+//!   killed (`kill -9`) half-way, and a new one starts in its place;
+//! - auditing's cost: the same remote runs on coordinators that audit at
+//!   each of `--audit-rates` (`serve --audit-rate`).
 //!
 //! The coordinator runs in this process; the workers are this binary.
 
@@ -13,15 +15,16 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use xccd::service::cluster::ClusterConfig;
+use xccd::service::cluster::{AuditConfig, ClusterConfig};
 use xccd::service::credentials::{ServerTls, WorkerToken};
-use xccd::service::server::{start, ServeConfig};
+use xccd::service::job::EndReason;
+use xccd::service::server::{start, RunningServer, ServeConfig};
 use xccd::service::{Pool, PoolConfig};
 
 use serde_json::json;
 
 use super::bench_out::{num, Rows};
-use super::bench_service::{count, enumerate};
+use super::bench_service::{count, enumerate, enumerate_summary};
 use super::bench_set::BenchSet;
 use super::CliError;
 
@@ -73,6 +76,53 @@ impl Drop for Workers {
     }
 }
 
+/// A coordinator (no local threads) and its two single-thread workers.
+struct Cluster {
+    server: RunningServer,
+    workers: Workers,
+}
+
+impl Cluster {
+    async fn start(tls: Option<&Tls>, audit: AuditConfig) -> Result<Cluster, CliError> {
+        let server = start(ServeConfig {
+            tls: tls.map(|t| t.server.clone()),
+            listen: ([127, 0, 0, 1], 0).into(),
+            pool: PoolConfig {
+                threads: 0,
+                ..PoolConfig::default()
+            },
+            cluster: ClusterConfig {
+                token: Some(WorkerToken::new(TOKEN).map_err(failed)?),
+                audit,
+                ..ClusterConfig::default()
+            },
+            ..ServeConfig::default()
+        })
+        .await
+        .map_err(failed)?;
+        let port = server.worker_addr.expect("a worker listener").port();
+        let mut workers = Workers {
+            children: Vec::new(),
+            url: match tls {
+                Some(_) => format!("https://localhost:{port}"),
+                None => format!("http://127.0.0.1:{port}"),
+            },
+            ca: tls.map(|t| t.ca.clone()),
+        };
+        for _ in 0..2 {
+            let child = workers.start_one()?;
+            workers.children.push(child);
+        }
+        wait_slots(&server.pool, 2).await?;
+        Ok(Cluster { server, workers })
+    }
+
+    async fn shutdown(self) -> Result<(), CliError> {
+        drop(self.workers);
+        self.server.shutdown().await.map_err(failed)
+    }
+}
+
 async fn wait_slots(pool: &Pool, slots: usize) -> Result<(), CliError> {
     let start = Instant::now();
     while pool.remote_slots() != slots {
@@ -90,6 +140,7 @@ pub fn run(
     set: &BenchSet,
     filter: Option<&str>,
     tls: Option<Tls>,
+    audit_rates: &[f64],
     out: Rows,
 ) -> Result<(), CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -97,48 +148,25 @@ pub fn run(
         .enable_all()
         .build()
         .map_err(failed)?;
-    runtime.block_on(run_async(set, filter, tls, out))
+    runtime.block_on(run_async(set, filter, tls, audit_rates, out))
 }
 
 async fn run_async(
     set: &BenchSet,
     filter: Option<&str>,
     tls: Option<Tls>,
+    audit_rates: &[f64],
     out: Rows,
 ) -> Result<(), CliError> {
-    let server = start(ServeConfig {
-        tls: tls.as_ref().map(|t| t.server.clone()),
-        listen: ([127, 0, 0, 1], 0).into(),
-        pool: PoolConfig {
-            threads: 0,
-            ..PoolConfig::default()
-        },
-        cluster: ClusterConfig {
-            token: Some(WorkerToken::new(TOKEN).map_err(failed)?),
-            ..ClusterConfig::default()
-        },
-        ..ServeConfig::default()
-    })
-    .await
-    .map_err(failed)?;
+    // Audits as `serve` does them by default.
+    let Cluster {
+        server,
+        mut workers,
+    } = Cluster::start(tls.as_ref(), AuditConfig::default()).await?;
     let local = Pool::new(PoolConfig {
         threads: 2,
         ..PoolConfig::default()
     });
-    let port = server.worker_addr.expect("a worker listener").port();
-    let mut workers = Workers {
-        children: Vec::new(),
-        url: match &tls {
-            Some(_) => format!("https://localhost:{port}"),
-            None => format!("http://127.0.0.1:{port}"),
-        },
-        ca: tls.as_ref().map(|t| t.ca.clone()),
-    };
-    for _ in 0..2 {
-        let child = workers.start_one()?;
-        workers.children.push(child);
-    }
-    wait_slots(&server.pool, 2).await?;
     let how = if tls.is_some() {
         "over TLS"
     } else {
@@ -251,5 +279,110 @@ async fn run_async(
     tokio::task::spawn_blocking(move || pool.shutdown())
         .await
         .map_err(failed)?;
-    server.shutdown().await.map_err(failed)
+    server.shutdown().await.map_err(failed)?;
+    if !audit_rates.is_empty() {
+        audit_costs(set, filter, tls.as_ref(), audit_rates, out).await?;
+    }
+    Ok(())
+}
+
+/// Rounds of the audit table: each measures every rate once, in turn, so
+/// that a drift of the machine's speed falls on every rate alike.
+const AUDIT_ROUNDS: usize = 3;
+
+/// Auditing's cost: the same remote runs on a coordinator of its own per
+/// rate (with its own two workers, started for each run), the median of
+/// [`AUDIT_ROUNDS`] interleaved rounds. An audit runs a lease again on a
+/// coordinator thread, which on this machine shares its cores with the
+/// workers: the cost shows as time.
+async fn audit_costs(
+    set: &BenchSet,
+    filter: Option<&str>,
+    tls: Option<&Tls>,
+    rates: &[f64],
+    out: Rows,
+) -> Result<(), CliError> {
+    if let Some(bad) = rates.iter().find(|r| !(0.0..=1.0).contains(*r)) {
+        return Err(CliError::BadInput(format!(
+            "--audit-rates: {bad} is not a rate from 0 to 1"
+        )));
+    }
+    out.text("");
+    out.text(format_args!(
+        "auditing (serve --audit-rate R): the same remote runs, a coordinator of its own per rate, median of {AUDIT_ROUNDS} interleaved rounds; cost against the first rate"
+    ));
+    out.text(format_args!(
+        "{:<12} {:>7} {:>10} {:>7} {:>9} {:>9} {:>8}",
+        "instance", "stream", "solutions", "rate", "audited", "remote s", "cost"
+    ));
+    for (name, stream) in [("langford12", false), ("queens14", false), ("latin5", true)] {
+        if filter.is_some_and(|f| !name.contains(f) && !"audit".contains(f)) {
+            continue;
+        }
+        let (problem, _) = set.load(name)?;
+        let problem = Arc::new(problem);
+        let mut seconds = vec![Vec::new(); rates.len()];
+        let mut audited = vec![0u64; rates.len()];
+        let mut solutions = None;
+        for _ in 0..AUDIT_ROUNDS {
+            for (k, &rate) in rates.iter().enumerate() {
+                let audit = AuditConfig {
+                    rate,
+                    ..AuditConfig::default()
+                };
+                let cluster = Cluster::start(tls, audit).await?;
+                let (summary, took) =
+                    enumerate_summary(&cluster.server.pool, &problem, stream).await?;
+                cluster.shutdown().await?;
+                if summary.reason != EndReason::Complete {
+                    return Err(CliError::Failed(format!(
+                        "{name} at audit rate {rate}: the job ended {:?}: {:?}",
+                        summary.reason, summary.failure
+                    )));
+                }
+                if *solutions.get_or_insert(summary.solutions) != summary.solutions {
+                    return Err(CliError::Failed(format!(
+                        "{name}: counts differ across audit rates"
+                    )));
+                }
+                seconds[k].push(took);
+                audited[k] += summary.leases_audited;
+            }
+        }
+        let medians: Vec<f64> = seconds.iter_mut().map(|s| median(s)).collect();
+        for (k, &rate) in rates.iter().enumerate() {
+            let cost = 100.0 * (medians[k] / medians[0] - 1.0);
+            let audited = audited[k] as f64 / AUDIT_ROUNDS as f64;
+            out.row(
+                "audit",
+                json!({
+                    "instance": name,
+                    "stream": stream,
+                    "tls": tls.is_some(),
+                    "solutions": solutions,
+                    "audit_rate": rate,
+                    "leases_audited": num(audited),
+                    "remote_s": num(medians[k]),
+                    "rounds_s": seconds[k].iter().map(|&t| num(t)).collect::<Vec<_>>(),
+                    "cost_pct": num(cost),
+                }),
+            );
+            out.text(format_args!(
+                "{:<12} {:>7} {:>10} {:>7} {:>9.1} {:>9.3} {:>7.1}%",
+                name,
+                stream,
+                solutions.unwrap_or(0),
+                rate,
+                audited,
+                medians[k],
+                cost
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
 }

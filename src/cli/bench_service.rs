@@ -62,6 +62,16 @@ pub(super) async fn enumerate(
     problem: &Arc<Problem>,
     stream: bool,
 ) -> Result<(u64, f64, u64), CliError> {
+    let (summary, seconds) = enumerate_summary(pool, problem, stream).await?;
+    Ok((summary.solutions, seconds, summary.stats.nodes))
+}
+
+/// As [`enumerate`]: the job's summary, and the seconds it took.
+pub(super) async fn enumerate_summary(
+    pool: &Pool,
+    problem: &Arc<Problem>,
+    stream: bool,
+) -> Result<(xccd::service::job::Summary, f64), CliError> {
     let start = Instant::now();
     let api = xccd::service::grpc::ApiConfig::default();
     let spec = JobSpec {
@@ -95,11 +105,7 @@ pub(super) async fn enumerate(
             summary.solutions
         )));
     }
-    Ok((
-        summary.solutions,
-        start.elapsed().as_secs_f64(),
-        summary.stats.nodes,
-    ))
+    Ok((summary, start.elapsed().as_secs_f64()))
 }
 
 pub fn run(set: &BenchSet, filter: Option<&str>, out: Rows) -> Result<(), CliError> {
