@@ -1,15 +1,16 @@
 //! A job: one search of one problem, cut into subtree tasks that the pool's
 //! workers run. This file holds what a job owns and shares between the
 //! workers and whoever consumes its results; the scheduling state (its task
-//! queue) lives in the pool.
+//! queue) lives in the pool, and what the consumer receives (the stream's
+//! events and buffer, the job's summary) in `job_output.rs`.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::callers::Caller;
 pub use super::job_id::{JobId, RequestKey};
+pub use super::job_output::{EndReason, Event, Output, Summary};
 use super::store::Snapshot;
 use super::sync::Locked;
 use crate::puzzles::{Encoded, Puzzle};
@@ -28,35 +29,6 @@ const DURABLE_BATCH_DELAY: Duration = Duration::from_millis(50);
 /// and each batch costs the server and the client a wake-up, a message
 /// and its frames.
 const STREAM_BATCH_DELAY: Duration = Duration::from_millis(5);
-
-/// Why a job ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EndReason {
-    Complete,
-    Limit,
-    Cancelled,
-    Deadline,
-    NodeLimit,
-    Shutdown,
-    /// A task could not be run (see [`Summary::error`]).
-    Failed,
-}
-
-impl EndReason {
-    /// Its name in lower snake case: a metric's label value (Prometheus's
-    /// convention), e.g. `xccd_jobs_finished_total{reason="node_limit"}`.
-    pub fn label(self) -> &'static str {
-        match self {
-            EndReason::Complete => "complete",
-            EndReason::Limit => "limit",
-            EndReason::Cancelled => "cancelled",
-            EndReason::Deadline => "deadline",
-            EndReason::NodeLimit => "node_limit",
-            EndReason::Shutdown => "shutdown",
-            EndReason::Failed => "failed",
-        }
-    }
-}
 
 /// A problem reduced for a job, and how its options name the caller's.
 #[derive(Debug)]
@@ -199,37 +171,6 @@ pub enum Delivery {
     Keep { keep: usize },
 }
 
-/// What a streaming consumer receives.
-#[derive(Debug)]
-pub enum Event {
-    Solutions(Solutions),
-    /// A consistent cut of a durable job, for the store (see
-    /// [`crate::service::store`]); after every solution delivered before it.
-    Snapshot(Snapshot),
-    Done(Summary),
-}
-
-/// The end of a job.
-#[derive(Debug, Clone)]
-pub struct Summary {
-    pub solutions: u64,
-    pub stats: Stats,
-    pub reason: EndReason,
-    pub elapsed: Duration,
-    /// Why the job failed (reason `Failed`).
-    pub failure: Option<Failure>,
-    /// The engine that searched.
-    pub engine: Engine,
-    /// The count in decimal when it passes `u64::MAX` (`solutions` then
-    /// holds `u64::MAX`): only a memoized count gets there.
-    pub exact_solutions: Option<String>,
-    /// What DLX-PRE removed before the search, if the job asked for it.
-    pub preprocessed: Option<Figures>,
-    /// Remote leases of the job that were run again and compared (see
-    /// `cluster::audit`).
-    pub leases_audited: u64,
-}
-
 /// A snapshot of a job for progress reports.
 #[derive(Debug, Clone, Default)]
 pub struct Progress {
@@ -246,115 +187,6 @@ pub struct Progress {
     pub workers_total: usize,
     /// What the job waits for before it can go on, if anything.
     pub waiting_for: Option<&'static str>,
-}
-
-/// The bounded buffer between a job's workers and its consumer.
-///
-/// Workers never block on it. A local run offers its batch only when there
-/// is room ([`Output::has_room`]); when there is none, the run keeps its
-/// batch, checkpoints and gives its thread to another job. Solutions that
-/// cannot be refused (a run's last batch, solutions a remote worker already
-/// found) are pushed whatever the fill level, and stall the job until the
-/// consumer has made room. So the buffer holds at most its capacity plus a
-/// batch per worker, whatever the consumer does.
-pub struct Output {
-    queue: Mutex<VecDeque<Event>>,
-    capacity: usize,
-    ready: tokio::sync::Notify,
-    /// Set when the buffer was found full; cleared by the consumer once it
-    /// has made room, which wakes the pool.
-    stalled: AtomicBool,
-    on_room: Box<dyn Fn() + Send + Sync>,
-}
-
-impl Output {
-    pub fn new(capacity: usize, on_room: Box<dyn Fn() + Send + Sync>) -> Output {
-        Output {
-            queue: Mutex::new(VecDeque::new()),
-            capacity: capacity.max(1),
-            ready: tokio::sync::Notify::new(),
-            stalled: AtomicBool::new(false),
-            on_room,
-        }
-    }
-
-    /// Whether a batch may be pushed; if not, the buffer is marked stalled.
-    pub fn has_room(&self) -> bool {
-        let room = self.queue.locked().len() < self.capacity;
-        if !room {
-            self.stalled.store(true, Ordering::SeqCst);
-        }
-        room
-    }
-
-    /// Pushes whatever the fill level; the buffer stalls once over capacity.
-    pub fn push(&self, event: Event) {
-        let mut q = self.queue.locked();
-        q.push_back(event);
-        if q.len() > self.capacity && matches!(q.back(), Some(Event::Solutions(_))) {
-            self.stalled.store(true, Ordering::SeqCst);
-        }
-        drop(q);
-        self.ready.notify_one();
-    }
-
-    /// Waits for the next event (the last one is `Event::Done`).
-    pub async fn next(&self) -> Event {
-        loop {
-            if let Some(event) = self.pop() {
-                return event;
-            }
-            self.ready.notified().await;
-        }
-    }
-
-    /// Takes the next event if there is one.
-    pub fn pop(&self) -> Option<Event> {
-        let mut q = self.queue.locked();
-        let event = q.pop_front();
-        let left = q.len();
-        drop(q);
-        if event.is_some() {
-            self.taken(left);
-        }
-        event
-    }
-
-    /// After the consumer took something, `left` events waiting: once the
-    /// buffer is half empty, a stalled job may run again.
-    fn taken(&self, left: usize) {
-        if left <= self.capacity / 2 && self.stalled.swap(false, Ordering::SeqCst) {
-            (self.on_room)();
-        }
-    }
-
-    /// Appends to `batch` the solution batches waiting at the front of the
-    /// buffer while the whole stays within `max` solutions: a consumer
-    /// slower than the workers then sends fewer, fuller messages (workers
-    /// deliver a batch at every split and task end, often well short of the
-    /// batch size).
-    pub fn take_more_solutions(&self, batch: &mut Solutions, max: usize) {
-        let mut q = self.queue.locked();
-        let mut took = false;
-        while let Some(Event::Solutions(next)) = q.front() {
-            if batch.len() + next.len() > max {
-                break;
-            }
-            if let Some(Event::Solutions(mut next)) = q.pop_front() {
-                batch.append(&mut next);
-                took = true;
-            }
-        }
-        let left = q.len();
-        drop(q);
-        if took {
-            self.taken(left);
-        }
-    }
-
-    pub fn is_stalled(&self) -> bool {
-        self.stalled.load(Ordering::SeqCst)
-    }
 }
 
 /// A job, shared by the pool, its workers and its consumers.

@@ -28,6 +28,7 @@ pub mod http_listener;
 pub mod job;
 pub mod job_filter;
 pub mod job_id;
+pub mod job_output;
 pub mod jobs;
 pub mod leader;
 pub mod leader_gate;

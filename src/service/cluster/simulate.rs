@@ -9,8 +9,9 @@
 //! the pool's [`policy`] translated as the coordinator's sessions do
 //! ([`steering`]), and each simulated worker answers its run's polls by the
 //! real worker's rule ([`worker::control_for`]). Runs are real runs of the
-//! engine ([`run_task`]) on their leases' tasks, so the count is exact or
-//! the simulation is wrong, and the nodes are those a cluster would explore.
+//! engine ([`run_task`](crate::run::run_task)) on their leases' tasks, so
+//! the count is exact or the simulation is wrong, and the nodes are those a
+//! cluster would explore.
 //!
 //! Time is virtual, in nanoseconds: a run's clock advances by the nodes it
 //! explores at a fixed rate (`rate` nodes a virtual second), after a node's
@@ -26,7 +27,8 @@
 //! only one thread runs at a time. A worker's run goes from one poll to the
 //! next and waits there until the simulation reaches that poll's virtual
 //! time, then gets what its worker would tell it then: so the simulation
-//! is sequential, and deterministic.
+//! is sequential, and deterministic. The threads' side is in
+//! `simulate/lockstep.rs`.
 //!
 //! `XCCD_SIM_TRACE=1` prints every event on stderr, as it is taken.
 //!
@@ -46,11 +48,13 @@ use super::coordinator::TICK;
 use super::proto::AskKind;
 use super::worker;
 use crate::puzzles::rng::Rng;
-use crate::run::{check_task, run_task, Batch, Control, Ledger, Port, RunEnd, RunReport, RunSpec};
-use crate::run::{RunPoint, Settlement, Taken};
+use crate::run::{check_task, Batch, Ledger, RunEnd, RunPoint, RunReport, RunSpec, Settlement};
 use crate::service::job::{EndReason, Job, JobSpec};
 use crate::service::pool::{policy, Pool, PoolConfig};
-use crate::xcc::{CountOnly, Engine, Problem, ProgressView, RunConfig, Solver, Stats, Task};
+use crate::xcc::{CountOnly, Engine, Problem, RunConfig, Solver, Stats, Task};
+
+mod lockstep;
+use lockstep::{run_thread, FromRun, Said, ToRun};
 
 /// What to simulate.
 #[derive(Debug, Clone)]
@@ -188,35 +192,6 @@ pub fn simulate(
 /// Virtual nanoseconds `nodes` take at `rate` nodes a second.
 fn nanos_for(nodes: u64, rate: u64) -> u64 {
     (u128::from(nodes) * 1_000_000_000 / u128::from(rate)) as u64
-}
-
-/// What a simulated worker's run says, in order, between two polls.
-enum Said {
-    Found { first: u64, count: u64 },
-    GaveAway { task: Task, found: u64 },
-}
-
-/// From a worker's thread: its run reached a poll (and waits), or ended.
-/// `said` holds what it said since its last poll; the first `early` of it
-/// came at that poll (a give-away, and the solutions delivered before it),
-/// the rest at this one.
-enum FromRun {
-    Poll {
-        nodes: u64,
-        said: Vec<Said>,
-        early: usize,
-    },
-    End {
-        report: RunReport,
-        said: Vec<Said>,
-        early: usize,
-    },
-}
-
-/// To a worker's thread.
-enum ToRun {
-    Lease { task: Task, spec: Box<RunSpec> },
-    Go(Control),
 }
 
 /// What a session and its worker tell each other, and the clock's own
@@ -759,69 +734,6 @@ impl<'a> Cluster<'a> {
 
 fn nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// A simulated worker's engine thread: runs each lease it is given, one
-/// poll at a time.
-fn run_thread(problem: &Problem, engine: Engine, runs: &Receiver<ToRun>, says: &Sender<FromRun>) {
-    let mut solver = Solver::with_engine(problem, engine).unwrap_or_else(|_| Solver::new(problem));
-    while let Ok(ToRun::Lease { task, spec }) = runs.recv() {
-        let mut port = SimPort {
-            runs,
-            says,
-            said: Vec::new(),
-            early: 0,
-        };
-        let report = run_task(&mut solver, problem, &task, &spec, None, &mut port);
-        let end = FromRun::End {
-            report,
-            said: std::mem::take(&mut port.said),
-            early: port.early,
-        };
-        if says.send(end).is_err() {
-            return;
-        }
-    }
-}
-
-/// A simulated worker's port: what its run says waits for the next poll,
-/// where the run waits for the simulation's answer.
-struct SimPort<'a> {
-    runs: &'a Receiver<ToRun>,
-    says: &'a Sender<FromRun>,
-    said: Vec<Said>,
-    early: usize,
-}
-
-impl Port for SimPort<'_> {
-    fn deliver(&mut self, batch: Batch, _force: bool) -> Taken {
-        self.said.push(Said::Found {
-            first: batch.first,
-            count: batch.count,
-        });
-        Taken::All
-    }
-
-    fn control(&mut self, progress: &ProgressView<'_>) -> Control {
-        let poll = FromRun::Poll {
-            nodes: progress.stats.nodes,
-            said: std::mem::take(&mut self.said),
-            early: std::mem::take(&mut self.early),
-        };
-        if self.says.send(poll).is_err() {
-            return Control::Stop;
-        }
-        match self.runs.recv() {
-            Ok(ToRun::Go(control)) => control,
-            _ => Control::Stop,
-        }
-    }
-
-    fn given_away(&mut self, task: Task, found: u64) {
-        self.said.push(Said::GaveAway { task, found });
-        // Given at the poll just answered, with what was delivered before.
-        self.early = self.said.len();
-    }
 }
 
 fn trace() -> bool {

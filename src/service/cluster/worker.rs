@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,10 +32,13 @@ use super::proto::{
     worker_message::Kind as Out, AskKind, Instance, RunStatus,
 };
 use crate::run::{run_task, Batch, Control, Port, RunEnd, RunReport, RunSpec, Taken};
-use crate::service::pool::LiveProgress;
 use crate::service::sync::Locked;
 use crate::xcc::{self, Engine, Problem, ProgressView, Solver, UnsupportedEngine};
 use crate::xcc::{MAX_POLL_INTERVAL, POLL_INTERVAL};
+
+mod control;
+use control::RunControl;
+pub(crate) use control::{control_for, overrides};
 
 /// How a worker runs.
 #[derive(Debug, Clone)]
@@ -323,73 +326,6 @@ impl Cache {
                 .or_default()
                 .push(solver);
         }
-    }
-}
-
-/// Whether a new ask replaces the pending `old` one: a revocation is
-/// final, nothing overrides it.
-pub(crate) fn overrides(old: AskKind) -> bool {
-    old != AskKind::Revoke
-}
-
-/// What a run is told at a poll, from the coordinator's pending ask; and
-/// whether the ask is taken by it (a give-away is advice, taken once).
-/// The real worker's rule, and the simulated cluster's
-/// (`cluster::simulate`).
-pub(crate) fn control_for(pending: AskKind, draining: bool) -> (Control, bool) {
-    match pending {
-        AskKind::Revoke => (Control::Stop, false),
-        AskKind::Checkpoint if draining => (Control::Release, false),
-        AskKind::Checkpoint => (Control::Checkpoint, false),
-        AskKind::GiveAway => (Control::GiveAway, true),
-        AskKind::Unspecified => (Control::Continue, false),
-    }
-}
-
-/// What the async side tells a running task, and reads of its progress.
-#[derive(Default)]
-struct RunControl {
-    /// An [`AskKind`] as a number: the coordinator's latest request.
-    ask: AtomicU8,
-    /// The worker is draining: a run that cannot checkpoint yet gives its
-    /// lease back instead.
-    draining: AtomicBool,
-    progress: LiveProgress,
-    /// The run's nodes already counted in `xccd_worker_nodes_total`.
-    counted: AtomicU64,
-}
-
-impl RunControl {
-    fn ask(&self, kind: AskKind) {
-        let kind = kind as u8;
-        let _ = self
-            .ask
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |old| {
-                let old = AskKind::try_from(i32::from(old)).unwrap_or(AskKind::Unspecified);
-                overrides(old).then_some(kind)
-            });
-    }
-
-    /// The pending request.
-    fn pending(&self) -> AskKind {
-        AskKind::try_from(i32::from(self.ask.load(Ordering::SeqCst)))
-            .unwrap_or(AskKind::Unspecified)
-    }
-
-    /// Counts the run's nodes up to `nodes` (its total so far) in
-    /// `xccd_worker_nodes_total`, those not counted yet.
-    fn count_nodes(&self, nodes: u64) {
-        let before = self.counted.fetch_max(nodes, Ordering::SeqCst);
-        if nodes > before {
-            metrics::counter!(metric::WORKER_NODES).increment(nodes - before);
-        }
-    }
-
-    /// Marks a request as handled, unless a newer one replaced it.
-    fn handled(&self, kind: AskKind) {
-        let _ = self
-            .ask
-            .compare_exchange(kind as u8, 0, Ordering::SeqCst, Ordering::SeqCst);
     }
 }
 
