@@ -337,7 +337,7 @@ fn redo_here(job: &Job, solver: &mut Solver, finished: &Finished) {
 /// tasks a checkpoint handed back were queued, so they must be what the
 /// run's checkpoint hands back.
 fn redo(job: &Job, solver: &mut Solver, finished: &Finished) -> Result<Option<Withdrawal>, String> {
-    if finished.counted && matches!(finished.end, Ended::Exhausted) {
+    if finished.taken_back_whole() {
         return Ok(Some(finished.withdrawal()));
     }
     let replayed = replay_quietly(job, solver, finished);
@@ -405,6 +405,13 @@ fn same_tasks(a: &[crate::xcc::Task], b: &[crate::xcc::Task]) -> bool {
 }
 
 impl Finished {
+    /// A count that ran to its end: a caught worker's is taken back and
+    /// its task queued again, with nothing to check first (a count reached
+    /// no client, and no task of it was handed on).
+    fn taken_back_whole(&self) -> bool {
+        self.counted && matches!(self.end, Ended::Exhausted)
+    }
+
     /// What to take back of a lease that ran to its end, and its task to
     /// run again.
     fn withdrawal(&self) -> Withdrawal {
@@ -563,7 +570,7 @@ impl Auditor {
             if !self.pool.audit_begin(job) {
                 return Next::Nothing;
             }
-            if finished.counted && matches!(finished.end, Ended::Exhausted) {
+            if finished.taken_back_whole() {
                 return Next::Withdraw(job.clone(), finished.withdrawal());
             }
             return Next::Audit(Check {
