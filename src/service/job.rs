@@ -243,6 +243,11 @@ pub struct Job {
     /// Remote leases of the job run again and compared (see
     /// `cluster::audit`).
     audited: AtomicU64,
+    /// Woken when the job is first asked to stop: the pool's steering of
+    /// remote leases, set when the pool starts the job, so that sessions
+    /// holding its leases revoke them at once (they have no periodic look
+    /// to find out by; see `cluster::coordinator::session`).
+    stop_wake: std::sync::OnceLock<Arc<tokio::sync::Notify>>,
 }
 
 /// A problem as the cluster protocol sends it: a plain problem as its DLX
@@ -291,6 +296,22 @@ impl Job {
             end_stored: AtomicBool::new(false),
             exact_count: std::sync::OnceLock::new(),
             audited: AtomicU64::new(0),
+            stop_wake: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// `wake` is notified when the job is first asked to stop (see
+    /// [`Job::request_stop`] and [`Job::fail`]).
+    pub(super) fn wake_on_stop(&self, wake: Arc<tokio::sync::Notify>) {
+        let _ = self.stop_wake.set(wake);
+    }
+
+    /// Raises the stop flag; the first time, wakes whoever watches for it.
+    fn raise_stop(&self) {
+        if !self.stop.swap(true, Ordering::SeqCst) {
+            if let Some(wake) = self.stop_wake.get() {
+                wake.notify_waiters();
+            }
         }
     }
 
@@ -492,7 +513,8 @@ impl Job {
         if r.is_none() {
             *r = Some(reason);
         }
-        self.stop.store(true, Ordering::SeqCst);
+        drop(r);
+        self.raise_stop();
     }
 
     /// Stops the job because its work cannot be done; `failure` tells
@@ -504,7 +526,7 @@ impl Job {
             *self.failure.locked() = Some(failure);
         }
         drop(r);
-        self.stop.store(true, Ordering::SeqCst);
+        self.raise_stop();
     }
 
     pub fn is_stopping(&self) -> bool {

@@ -225,7 +225,9 @@ enum What {
         lease: u64,
         report: Box<RunReport>,
     },
-    /// At the session: its look at its leases (every [`TICK`]).
+    /// At the session: its look at its leases. The simulation looks every
+    /// [`TICK`] while holding; the real session looks at that cadence only
+    /// while a give-away is wanted, and otherwise at its leases' deadlines.
     Tick {
         generation: u64,
     },

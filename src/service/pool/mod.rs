@@ -204,8 +204,10 @@ struct Shared {
     /// wake-up, not one per connected worker.
     remote_work: tokio::sync::Notify,
     /// Wakes the sessions holding leases when their runs may have to be
-    /// asked something: a slot went hungry, a snapshot is due, shutdown.
-    steer_remote: tokio::sync::Notify,
+    /// asked something: a slot went hungry, an interactive task waits,
+    /// another job has a task ready, a snapshot is due, a job stops,
+    /// shutdown. Sessions have no periodic look that would find these out.
+    steer_remote: Arc<tokio::sync::Notify>,
     /// `State::shutdown`, readable without the lock.
     shutting_down: AtomicBool,
 }
@@ -245,7 +247,7 @@ impl Pool {
             yields: AtomicU64::new(0),
             slots: (0..threads).map(|_| WorkerSlot::default()).collect(),
             remote_work: tokio::sync::Notify::new(),
-            steer_remote: tokio::sync::Notify::new(),
+            steer_remote: Arc::new(tokio::sync::Notify::new()),
             shutting_down: AtomicBool::new(false),
         });
         let handles = (0..threads)
@@ -440,6 +442,8 @@ impl Pool {
             }));
         }
         let job = Job::new(id, problem, spec, output);
+        // Sessions holding its leases learn of its stop at once.
+        job.wake_on_stop(self.shared.steer_remote.clone());
         let (job, queue, tasks_done, finished_weight) = match resumed {
             None => (job, VecDeque::from([QueuedTask::new(Task::root())]), 0, 0.0),
             Some((snapshot, committed, created)) => (

@@ -112,9 +112,17 @@ impl Shared {
                 interactive_tasks += entry.queue.len();
             }
         }
-        self.ready_jobs.store(ready, Ordering::SeqCst);
-        self.ready_interactive
-            .store(ready_interactive, Ordering::SeqCst);
+        let was_ready = self.ready_jobs.swap(ready, Ordering::SeqCst);
+        let was_interactive = self
+            .ready_interactive
+            .swap(ready_interactive, Ordering::SeqCst);
+        let rose = ready > was_ready || ready_interactive > was_interactive;
+        if rose && state.jobs.len() > 1 {
+            // A job's task became ready: remote runs of other jobs may be
+            // past their slice (see `others_waiting`); they learn of it only
+            // when asked. With one job there is no other to wait.
+            self.steer_remote.notify_waiters();
+        }
         let urgent = interactive_tasks.saturating_sub(state.idle + state.yielding);
         if self.urgent.swap(urgent, Ordering::SeqCst) == 0 && urgent > 0 {
             // Remote batch runs yield only when asked: ask now, not at the

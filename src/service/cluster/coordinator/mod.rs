@@ -70,9 +70,14 @@ impl Default for ClusterConfig {
     }
 }
 
-/// How often a session looks at its leases' jobs (stopping, stalled,
-/// others waiting, idle workers elsewhere).
+/// How often a session asks a give-away again while a slot elsewhere is
+/// hungry and its ask has not been answered (see
+/// [`steering::give_ask_due`]); the simulated cluster's look.
 pub(crate) const TICK: Duration = Duration::from_millis(20);
+/// How long a session holding leases goes without looking at them when
+/// nothing wakes it and no deadline of theirs comes: a safety net for a
+/// change that is not signalled (see `session::Session::run`).
+const HOLDING_LOOK: Duration = Duration::from_millis(500);
 /// How often a session with an idle slot looks for a task unasked: a
 /// safety net, since it is woken when one is queued.
 const IDLE_LOOK: Duration = Duration::from_millis(500);

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use tonic::Status;
 
 use super::super::roster::WorkerRow;
-use super::{reports, ClusterConfig, IDLE_LOOK, PROBLEM_CACHE, TICK};
+use super::{reports, ClusterConfig, HOLDING_LOOK, IDLE_LOOK, PROBLEM_CACHE, REMOTE_SLICE, TICK};
 use crate::run::{check_task, Batch, Ledger, Region, RunPoint, Settlement};
 use crate::service::cluster::audit::{Auditor, Ended, Finished};
 use crate::service::cluster::fingerprint::Fingerprint;
@@ -54,6 +54,10 @@ pub(super) struct Lease {
     /// The fingerprint of the solutions it delivered, for its audit (see
     /// [`crate::service::cluster::fingerprint`]).
     pub(super) fingerprint: Fingerprint,
+    /// When the session is next to look at it, unless woken before: the
+    /// earliest moment a look could decide something nothing signals (see
+    /// [`Session::run`]).
+    pub(super) look_at: Instant,
 }
 
 impl Lease {
@@ -115,8 +119,12 @@ pub(super) struct Session {
     /// Digests of the problems the worker holds, least recently used first.
     pub(super) problems: VecDeque<Vec<u8>>,
     pub(super) draining: bool,
-    /// A lease was granted while none was held: the looks start over.
-    pub(super) first_lease: bool,
+    /// A report changed something a look decides on (a job's budget
+    /// spent, its buffer full): look before the next message.
+    pub(super) look_now: bool,
+    /// When to look again for the session's one give-away ask (see
+    /// [`super::steering::give_ask_due`]), while one is wanted.
+    pub(super) give_look_at: Option<Instant>,
     pub(super) last_seen: Instant,
     pub(super) last_give_ask: Instant,
     /// A give-away came back since the last give-away ask.
@@ -157,7 +165,8 @@ impl Session {
             leases: HashMap::new(),
             problems: VecDeque::new(),
             draining: false,
-            first_lease: false,
+            look_now: false,
+            give_look_at: None,
             last_seen: Instant::now(),
             give_answered: false,
             last_give_ask: Instant::now()
@@ -201,12 +210,20 @@ impl Session {
                 rejected_reports: 0,
             },
         );
-        // Only a session holding leases looks at them every tick; an idle
-        // one sleeps until work comes (sessions are woken one by one as
-        // tasks are queued, see `fill`) or its worker's silence would pass
-        // the lease timeout: a thousand idle workers cost next to nothing.
-        let mut tick = tokio::time::interval(TICK);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // A session looks at its leases when woken (a slot went hungry, a
+        // job stopped, another job's task became ready, a snapshot is due:
+        // `remote_steering`), when a report of its own calls for it
+        // (`look_now`), and at the earliest time-based deadline of its
+        // leases (`look_at`: a slice's end while another job waits, the
+        // stall timeout, the give-away cadence, and a slow safety net), not
+        // at a fixed interval: leases live longer with more workers, and a
+        // look per lease per tick made the coordinator's cost per lease
+        // grow with them. An idle session sleeps until work comes (sessions
+        // are woken one by one as tasks are queued, see `fill`) or its
+        // worker's silence would pass the lease timeout.
+        let look = tokio::time::sleep(HOLDING_LOOK);
+        tokio::pin!(look);
+        let mut armed: Option<Instant> = None;
         let mut idle_look = tokio::time::interval(IDLE_LOOK);
         idle_look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let silence = tokio::time::sleep(self.config.lease_timeout);
@@ -225,13 +242,19 @@ impl Session {
             if let Err(end) = self.fill().await {
                 break end;
             }
-            if std::mem::take(&mut self.first_lease) {
-                // A lease that ends within a tick is never looked at: with
-                // tiny leases, a thousand sessions would otherwise look 50
-                // times a second each.
-                tick.reset();
+            if std::mem::take(&mut self.look_now) && !self.leases.is_empty() {
+                if let Err(end) = self.steer_leases().await {
+                    break end;
+                }
             }
             let holding = !self.leases.is_empty();
+            let due = if holding { self.look_due() } else { None };
+            if due != armed {
+                if let Some(at) = due {
+                    look.as_mut().reset(at);
+                }
+                armed = due;
+            }
             let wants_work = self.busy < self.slots && !self.draining;
             let step = tokio::select! {
                 message = inbound.next() => match message.transpose() {
@@ -256,7 +279,10 @@ impl Session {
                         Ok(())
                     }
                 }
-                _ = tick.tick(), if holding => self.steer_leases().await,
+                () = &mut look, if armed.is_some() => {
+                    armed = None;
+                    self.steer_leases().await
+                }
                 () = self.pool.remote_work(), if wants_work => Ok(()),
                 _ = idle_look.tick(), if wants_work => Ok(()),
                 () = &mut steering, if holding || self.draining => {
@@ -271,6 +297,38 @@ impl Session {
             }
         };
         self.close(end).await;
+    }
+
+    /// When the session is next to look at its leases: the earliest of
+    /// their deadlines and of the give-away cadence's.
+    fn look_due(&self) -> Option<Instant> {
+        self.leases
+            .values()
+            .filter(|lease| !lease.revoked)
+            .map(|lease| lease.look_at)
+            .chain(self.give_look_at)
+            .min()
+    }
+
+    /// When a lease that goes on is next to be looked at, unless a wake-up
+    /// comes first: at the end of its slice if another job waits already
+    /// (another that starts to wait wakes the session), when it would be
+    /// stuck, and at the latest after [`HOLDING_LOOK`].
+    pub(super) fn next_look(
+        pool: &Pool,
+        job: &Job,
+        started: Instant,
+        progressed: Instant,
+        stall_timeout: Duration,
+    ) -> Instant {
+        let now = Instant::now();
+        let mut at =
+            (now + HOLDING_LOOK).min(progressed + stall_timeout + Duration::from_millis(1));
+        let slice_end = started + REMOTE_SLICE;
+        if slice_end > now && pool.others_waiting(job) {
+            at = at.min(slice_end);
+        }
+        at
     }
 
     /// Writes this session's row of the roster after a message.
@@ -340,7 +398,8 @@ impl Session {
                 traceparent: job.spec.traceparent.clone().unwrap_or_default(),
             };
             tracing::debug!(worker = %self.id, lease = id, job = job.id, level = work.task.level(), skip = work.skip, "lease granted");
-            self.first_lease |= self.leases.is_empty();
+            let now = Instant::now();
+            let look_at = Self::next_look(&self.pool, &job, now, now, self.config.stall_timeout);
             self.leases.insert(
                 id,
                 Lease {
@@ -356,6 +415,7 @@ impl Session {
                     step: 0,
                     region: None,
                     fingerprint: Fingerprint::default(),
+                    look_at,
                 },
             );
             self.send(Out::Lease(message)).await?;
@@ -440,7 +500,9 @@ impl Session {
                         lease.nodes = progress.nodes;
                         lease.progressed = Instant::now();
                     }
-                    // The job's node budget is the policy's, at the next look.
+                    // The job's node budget is the policy's, at a look now
+                    // (which stops the job, waking the other sessions).
+                    self.look_now |= lease.job.spec.max_nodes.is_some();
                     self.pool
                         .remote_progress(id, progress.done_weight, progress.nodes);
                 }
@@ -509,7 +571,8 @@ impl Session {
             lease.fingerprint.add_all(&solutions);
         }
         // Already found: taken over the stream buffer's capacity, which then
-        // stalls the job until its consumer has made room (see `steer_leases`).
+        // stalls the job until its consumer has made room (see `steer_leases`,
+        // at a look now: each session delivering to a full buffer looks).
         job.deliver(
             Batch {
                 first: found.first + known,
@@ -518,6 +581,7 @@ impl Session {
             },
             true,
         );
+        self.look_now |= crate::service::pool::stalled(&job);
         Ok(())
     }
 

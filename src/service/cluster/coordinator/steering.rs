@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::session::{End, Session};
-use super::{REMOTE_SLICE, TICK};
+use super::{HOLDING_LOOK, REMOTE_SLICE, TICK};
 use crate::run::Settlement;
 use crate::service::cluster::proto::AskKind;
 use crate::service::job::{EndReason, Job};
@@ -124,6 +124,7 @@ impl Session {
         let mut asks: Vec<(u64, AskKind)> = Vec::new();
         let mut give_to = None;
         let stall_timeout = self.config.stall_timeout;
+        let now = Instant::now();
         for (&id, lease) in self.leases.iter_mut() {
             if lease.revoked {
                 continue;
@@ -138,6 +139,20 @@ impl Session {
             };
             let decision = policy::decide(&mut facts);
             let job = &lease.job;
+            // Looked at again at its next deadline (or when woken); one
+            // asked something is looked at again when it answers, or at
+            // the latest after the safety net's interval.
+            lease.look_at = match decision {
+                Decision::Continue => Session::next_look(
+                    &self.pool,
+                    job,
+                    lease.started,
+                    lease.progressed,
+                    stall_timeout,
+                ),
+                _ => (now + HOLDING_LOOK)
+                    .min(lease.progressed + stall_timeout + Duration::from_millis(1)),
+            };
             match steer(decision) {
                 Steer::Revoke { budget_spent } => {
                     if budget_spent {
@@ -178,12 +193,16 @@ impl Session {
         for (id, kind) in asks {
             self.ask(id, kind).await?;
         }
+        // While a give-away is wanted, the session looks again at the
+        // ask's cadence; otherwise that cadence has no deadline.
+        self.give_look_at = None;
         if let Some((id, _)) = give_to {
             if give_ask_due(self.last_give_ask.elapsed(), self.give_answered) {
-                self.last_give_ask = Instant::now();
+                self.last_give_ask = now;
                 self.give_answered = false;
                 self.ask(id, AskKind::GiveAway).await?;
             }
+            self.give_look_at = Some(self.last_give_ask + TICK);
         }
         Ok(())
     }
