@@ -26,7 +26,7 @@ use xccd::service::credentials::WorkerToken;
 use xccd::service::proto as pb;
 use xccd::service::server::{start, RunningServer, ServeConfig};
 use xccd::service::{JobSpec, PoolConfig};
-use xccd::xcc::{dlx_format, Problem, RunConfig, Solver, Task};
+use xccd::xcc::{dlx_format, Collect, Problem, RunConfig, Solver, Task};
 
 use common::fixtures::{all_solutions, instance};
 use pb::enumerate_response::Event;
@@ -974,7 +974,7 @@ async fn lying_workers_are_disconnected_and_the_answer_stays_exact() {
     // A solution whose first choice is at position 4 or more of the root's
     // 8 alternatives: not the part of a task that gave [4, 8) away.
     let problem = parse(&text);
-    let root = Solver::new(&problem).describe(&[]).unwrap().unwrap();
+    let root = Solver::new(&problem).describe(&[]).unwrap();
     assert_eq!(root.alternatives.len(), 8);
     let given_away: Vec<u32> = expected
         .iter()
@@ -1094,6 +1094,88 @@ async fn lying_workers_are_disconnected_and_the_answer_stays_exact() {
     assert!(status.is_none(), "{status:?}");
     check_exact("queens8", &delivered, &expected);
     assert!(server.pool.tasks_lost() >= lies.len() as u64);
+    honest.stop().await;
+    server.shutdown().await.expect("clean shutdown");
+}
+
+/// Algorithm M's solutions are held to the leased part of the tree too: a
+/// worker that gives away the upper half of the root's moves and then
+/// reports a valid solution of that half is disconnected, and the answer
+/// stays exact (the solutions of an Algorithm M node's half may hold
+/// several options of its item: the first held names the move).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_solution_of_a_given_away_part_of_an_algorithm_m_tree_is_refused() {
+    let _serial = SERIAL.lock().await;
+    let server = coordinator(any_port(), any_port(), Duration::from_secs(2), 50).await;
+    let workers = server.worker_addr.unwrap();
+    let text = instance("mcc_queens6k2");
+    let problem = parse(&text);
+    assert!(problem.has_multiplicities());
+    let expected = all_solutions(&problem);
+    let mut solver = Solver::new(&problem);
+    let degree = solver.describe(&[]).unwrap().degree;
+    assert!(degree >= 2, "{degree}");
+    let upper = Task {
+        from: degree / 2,
+        ..Task::root()
+    };
+    let mut collect = Collect::default();
+    solver
+        .run(&upper, &RunConfig::default(), &mut collect)
+        .unwrap();
+    let mut given_away: Vec<u32> = collect.solutions[0].iter().map(|&o| o as u32).collect();
+    given_away.sort_unstable();
+    assert!(expected.contains(&given_away));
+
+    let mut client = connect(server.addr).await;
+    let reading = tokio::spawn(drain(open(&mut client, &text, false).await));
+    let mut liar = FakeWorker::connect(workers).await;
+    let lease = liar.next_lease().await.lease.unwrap();
+    for message in [
+        ToCoordinator::GaveAway(wire::GaveAway {
+            lease: Some(lease),
+            task: Some(wire::Task {
+                path: Vec::new(),
+                from: degree / 2,
+                to: degree,
+                weight: 0.5,
+                cuts: Vec::new(),
+            }),
+            found: 0,
+        }),
+        ToCoordinator::Found(wire::Found {
+            lease: Some(lease),
+            first: 0,
+            count: 1,
+            solutions: vec![wire::Options {
+                indices: given_away,
+            }],
+            ..Default::default()
+        }),
+    ] {
+        let _ = liar.tx.send(self::message(message)).await;
+    }
+    let status = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match liar.inbound.message().await {
+                Ok(Some(_)) => continue,
+                Ok(None) => return None,
+                Err(status) => return Some(status),
+            }
+        }
+    })
+    .await
+    .expect("the liar is disconnected")
+    .expect("with a status");
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    assert!(
+        status.message().contains("outside the leased task"),
+        "{status:?}"
+    );
+    let honest = InProcessWorker::start(workers);
+    let (delivered, status) = reading.await.unwrap();
+    assert!(status.is_none(), "{status:?}");
+    check_exact("mcc_queens6k2", &delivered, &expected);
     honest.stop().await;
     server.shutdown().await.expect("clean shutdown");
 }

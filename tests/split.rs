@@ -34,7 +34,8 @@ use common::random_problems::{self, Shape, Spec};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use xccd::run::{
-    run_task, Batch, Control, Ledger, Port, QueuedTask, RunEnd, RunPoint, RunSpec, Stop, Taken,
+    run_task, Batch, Control, Ledger, Port, QueuedTask, Region, RunEnd, RunPoint, RunSpec, Stop,
+    Taken,
 };
 use xccd::xcc::{
     Collect, Decision, Engine, Flow, Outcome, Problem, ProblemBuilder, ProgressView, Request,
@@ -792,6 +793,20 @@ fn check_early_exits_on(problem: &Problem, engine: Engine, seed: u64) {
     }
 }
 
+/// The solutions of `all` that [`Region`] places in `task`: what a
+/// coordinator accepts from a worker leasing it.
+fn within(solver: &mut Solver, all: &[Sol], task: &Task) -> Vec<Sol> {
+    let region = Region::new(solver, task).unwrap();
+    all.iter()
+        .filter(|s| {
+            let mut ascending = (*s).clone();
+            ascending.sort_unstable();
+            region.contains(&ascending)
+        })
+        .cloned()
+        .collect()
+}
+
 /// Tasks named from the tree itself: every node the search enters can be
 /// run as a task and yields a contiguous run of the full sequence (starting
 /// with the solutions found after entering it); ranges of alternatives
@@ -855,52 +870,24 @@ fn check_tasks_on(problem: &Problem, engine: Engine) {
             &sols[..],
             "node {path:?}"
         );
-        // What the path leads to tells which solutions lie below it: those
-        // holding every option taken, with their option among the node's
-        // alternatives in the range (Algorithms X and C).
-        let described = solver.describe(path).unwrap();
-        let inside = |sol: &Sol, from: usize, to: usize| {
-            let node = described.as_ref().unwrap();
-            node.taken.iter().all(|o| sol.contains(o))
-                && if node.alternatives.is_empty() {
-                    sol.len() == node.taken.len()
-                } else {
-                    sol.iter()
-                        .find_map(|o| node.alternatives.iter().position(|a| a == o))
-                        .is_some_and(|p| from <= p && p < to)
-                }
-        };
-        if described.is_some() {
-            let below: Vec<Sol> = full
-                .iter()
-                .filter(|s| inside(s, 0, usize::MAX))
-                .cloned()
-                .collect();
-            assert_eq!(
-                sorted(below),
-                sorted(sols.clone()),
-                "described node {path:?}"
-            );
-        }
+        // What the path leads to tells which solutions lie below it (the
+        // task's region, for Algorithms X, C and M alike).
+        assert_eq!(
+            sorted(within(solver, &full, &task)),
+            sorted(sols.clone()),
+            "the region of node {path:?}"
+        );
         if let Some(&d) = degrees.get(path) {
-            if let Some(node) = &described {
-                assert_eq!(node.alternatives.len(), d as usize, "node {path:?}");
-                let upper: Vec<Sol> = full
-                    .iter()
-                    .filter(|s| inside(s, d as usize / 2, usize::MAX))
-                    .cloned()
-                    .collect();
-                let task = Task {
-                    path: path.clone(),
-                    from: d / 2,
-                    ..Task::root()
-                };
-                assert_eq!(
-                    sorted(upper),
-                    sorted(unsplit(solver, &task).0),
-                    "range of {path:?}"
-                );
-            }
+            assert_eq!(solver.describe(path).unwrap().degree, d, "node {path:?}");
+            let upper = Task {
+                from: d / 2,
+                ..task.clone()
+            };
+            assert_eq!(
+                sorted(within(solver, &full, &upper)),
+                sorted(unsplit(solver, &upper).0),
+                "the region of a range of {path:?}"
+            );
             // Ranges concatenate.
             let cut = d / 2;
             let lo = unsplit(
@@ -992,6 +979,14 @@ fn check_every_poll_on(problem: &Problem, engine: Engine) {
                 assert!(
                     matches!(r, Ok(Outcome { status: Status::Exhausted, .. })),
                     "{request:?} at node {:?} (poll {k} of {polls}) made task {t:?}, which gives {r:?}",
+                    v.at
+                );
+                // Each piece's region (cuts and all) holds its solutions
+                // and no other.
+                assert_eq!(
+                    sorted(within(&mut solver, &full, t)),
+                    sorted(c.solutions.clone()),
+                    "{request:?} at node {:?}: the region of {t:?}",
                     v.at
                 );
                 seq.extend(c.solutions);

@@ -1,27 +1,37 @@
 //! The part of the search tree a task owns, to check that a solution an
-//! untrusted run reports belongs to its task (Algorithms X and C).
+//! untrusted run reports belongs to its task (Algorithms X, C and M).
 //!
 //! A valid solution from *another* task's part of the tree would be
 //! delivered twice (once by each task) if it were taken: checking that it is
 //! a solution is not enough. The engine tells what a path leads to
 //! ([`Solver::describe`]); a solution lies below a node exactly when it
-//! holds every option taken on the way and its option among the node's
-//! alternatives is in the task's range, and not in a range given away
-//! (a cut). Each check costs a few lookups; building a region replays the
-//! task's path and each cut's once.
+//! holds every option taken on the way and none passed over (Algorithm M's
+//! moves before the path's), and its move at the node is in the task's
+//! range, and not in a range given away (a cut). Its move is the position
+//! of its option among the node's alternatives (X and C: it holds exactly
+//! one), or for Algorithm M of the first of them it holds, or the null move
+//! after them when it holds none. Each check costs a few lookups; building
+//! a region replays the task's path and each cut's once.
 
 use crate::xcc::verifier::OptionIndex;
 use crate::xcc::{Cut, Decision, Solver, Task, TaskError, ALL};
 
-/// One node and a range of its alternatives.
+/// One node and a range of its moves.
 #[derive(Debug)]
 struct Side {
     /// The options taken to reach the node, ascending.
     taken: Vec<usize>,
+    /// The options passed over on the way (Algorithm M), ascending.
+    passed: Vec<usize>,
     /// Each alternative of the node and its position, by option: a
     /// binary search finds a solution's option among them (a hash map's
     /// hashing cost more, checked for each option of every solution).
     positions: Vec<(usize, Decision)>,
+    /// The node's moves: positions `0..degree`.
+    degree: Decision,
+    /// The node is a solution: only the solution of `taken` lies below it,
+    /// as its one move (position 0).
+    solution: bool,
     from: Decision,
     to: Decision,
 }
@@ -32,12 +42,12 @@ impl Side {
         path: &[Decision],
         from: Decision,
         to: Decision,
-    ) -> Result<Option<Side>, TaskError> {
-        let Some(node) = solver.describe(path)? else {
-            return Ok(None);
-        };
+    ) -> Result<Side, TaskError> {
+        let node = solver.describe(path)?;
         let mut taken = node.taken;
         taken.sort_unstable();
+        let mut passed = node.passed;
+        passed.sort_unstable();
         let mut positions: Vec<(usize, Decision)> = node
             .alternatives
             .iter()
@@ -45,34 +55,45 @@ impl Side {
             .map(|(k, &o)| (o, k as Decision))
             .collect();
         positions.sort_unstable();
-        Ok(Some(Side {
+        Ok(Side {
             taken,
+            passed,
             positions,
+            degree: node.degree,
+            solution: node.solution,
             from,
             to,
-        }))
+        })
     }
 
     /// Whether `solution` (ascending) lies below this node, in its range.
     fn holds<O: OptionIndex>(&self, solution: &[O]) -> bool {
         let has = |o: usize| solution.binary_search_by(|s| s.index().cmp(&o)).is_ok();
-        if !self.taken.iter().all(|&o| has(o)) {
+        if !self.taken.iter().all(|&o| has(o)) || self.passed.iter().any(|&o| has(o)) {
             return false;
         }
-        if self.positions.is_empty() {
-            // The node is a solution: this one.
-            return solution.len() == self.taken.len();
+        if self.solution {
+            // The node's one "move" is itself, at position 0.
+            return solution.len() == self.taken.len() && self.from == 0 && self.to > 0;
         }
-        solution
+        let position = |o: &O| {
+            let at = self
+                .positions
+                .binary_search_by(|&(p, _)| p.cmp(&o.index()))
+                .ok()?;
+            Some(self.positions[at].1)
+        };
+        // The first alternative it holds in the search's order (for X and
+        // C its only one; Algorithm M's lists are in option order, so the
+        // first it holds is also its smallest, but the rule is the order);
+        // holding none is the move after them (the null move of Algorithm
+        // M; no move at all for X and C).
+        let at = solution
             .iter()
-            .find_map(|o| {
-                let at = self
-                    .positions
-                    .binary_search_by(|&(p, _)| p.cmp(&o.index()))
-                    .ok()?;
-                Some(self.positions[at].1)
-            })
-            .is_some_and(|p| self.from <= p && p < self.to)
+            .filter_map(position)
+            .min()
+            .unwrap_or(self.positions.len() as Decision);
+        at < self.degree && self.from <= at && at < self.to
     }
 }
 
@@ -86,28 +107,23 @@ pub struct Region {
 }
 
 impl Region {
-    /// The region of `task` (with its cuts), or `None` for a problem of
-    /// Algorithm M. An error when the task names no node.
-    pub fn new(solver: &mut Solver, task: &Task) -> Result<Option<Region>, TaskError> {
-        let Some(own) = Side::new(solver, &task.path, task.from, task.to)? else {
-            return Ok(None);
-        };
+    /// The region of `task` (with its cuts). An error when the task names
+    /// no node.
+    pub fn new(solver: &mut Solver, task: &Task) -> Result<Region, TaskError> {
         let mut region = Region {
-            own,
+            own: Side::new(solver, &task.path, task.from, task.to)?,
             cuts: Vec::new(),
             known: 0,
         };
         region.cut(solver, &task.cuts)?;
-        Ok(Some(region))
+        Ok(region)
     }
 
     /// Takes the cuts of `cuts` that are new since the last call (the task's
     /// cuts only grow).
     pub fn cut(&mut self, solver: &mut Solver, cuts: &[Cut]) -> Result<(), TaskError> {
         for cut in &cuts[self.known.min(cuts.len())..] {
-            if let Some(side) = Side::new(solver, &cut.path, cut.end, ALL)? {
-                self.cuts.push(side);
-            }
+            self.cuts.push(Side::new(solver, &cut.path, cut.end, ALL)?);
         }
         self.known = cuts.len();
         Ok(())
@@ -119,18 +135,16 @@ impl Region {
     }
 }
 
-/// Checks that `task` names a node of the tree whose alternatives reach
-/// `task.to` (Algorithms X and C; anything goes for M): a task given away or
-/// handed back by an untrusted run must be one a worker can run.
+/// Checks that `task` names a node of the tree whose moves reach
+/// `task.to`: a task given away or handed back by an untrusted run must be
+/// one a worker can run.
 pub fn check_task(solver: &mut Solver, task: &Task) -> Result<(), TaskError> {
-    if let Some(node) = solver.describe(&task.path)? {
-        let degree = node.alternatives.len() as Decision;
-        if task.to != ALL && task.to > degree {
-            return Err(TaskError {
-                level: task.path.len(),
-                position: task.to - 1,
-            });
-        }
+    let node = solver.describe(&task.path)?;
+    if task.to != ALL && task.to > node.degree {
+        return Err(TaskError {
+            level: task.path.len(),
+            position: task.to - 1,
+        });
     }
     Ok(())
 }
@@ -165,7 +179,7 @@ mod tests {
         };
         let mine = solutions(&mut solver, &task);
         assert!(!mine.is_empty() && mine.len() < all.len());
-        let region = Region::new(&mut solver, &task).unwrap().unwrap();
+        let region = Region::new(&mut solver, &task).unwrap();
         for solution in &all {
             assert_eq!(
                 region.contains(solution),
@@ -186,5 +200,70 @@ mod tests {
         assert!(Region::new(&mut solver, &nowhere).is_err());
         // Describing left the solver as it was.
         assert_eq!(solutions(&mut solver, &Task::root()), all);
+    }
+
+    /// Algorithm M on both engines: solutions that hold several options of
+    /// a node's item (`a` twice, `b` up to twice) lie below it by the first
+    /// they hold; the null move holds none. Every range of every node to
+    /// depth 3, with a cut of its first child, holds its task's solutions
+    /// and no other.
+    #[test]
+    fn a_region_of_algorithm_m_holds_its_tasks_solutions_and_no_other() {
+        use crate::xcc::{dlx_format, Engine};
+        let problem = dlx_format::parse("a 2:2|b 0:2|c\na b\nb\nb c\na c\nc\nb c\na\n").unwrap();
+        for engine in [Engine::Links, Engine::Cells] {
+            let mut solver = Solver::with_engine(&problem, engine).unwrap();
+            let mut all = solutions(&mut solver, &Task::root());
+            for s in &mut all {
+                s.sort_unstable();
+            }
+            assert!(all.len() > 3, "{engine:?}: {all:?}");
+            let mut paths = vec![Vec::new()];
+            let mut checked = 0;
+            while let Some(path) = paths.pop() {
+                let node = solver.describe(&path).unwrap();
+                for from in 0..node.degree {
+                    let cuts = if path.len() < 3 && from + 1 < node.degree {
+                        vec![Cut {
+                            path: [path.clone(), vec![from]].concat(),
+                            end: 1,
+                        }]
+                    } else {
+                        Vec::new()
+                    };
+                    for cuts in [Vec::new(), cuts] {
+                        let task = Task {
+                            path: path.clone(),
+                            from,
+                            to: ALL,
+                            weight: 1.0,
+                            cuts,
+                        };
+                        let Ok(mut mine) = solver
+                            .run(&task, &RunConfig::default(), &mut Collect::default())
+                            .map(|_| solutions(&mut solver, &task))
+                        else {
+                            continue; // a cut below a move that fails
+                        };
+                        for s in &mut mine {
+                            s.sort_unstable();
+                        }
+                        let region = Region::new(&mut solver, &task).unwrap();
+                        for solution in &all {
+                            assert_eq!(
+                                region.contains(solution),
+                                mine.contains(solution),
+                                "{engine:?} {task:?} {solution:?}"
+                            );
+                        }
+                        checked += 1;
+                    }
+                    if path.len() < 3 {
+                        paths.push([path.clone(), vec![from]].concat());
+                    }
+                }
+            }
+            assert!(checked > 10, "{engine:?}: {checked}");
+        }
     }
 }

@@ -1524,7 +1524,10 @@ impl<W: Word> Cells<W> {
                 }
                 return Ok(PathNode {
                     taken,
+                    passed: Vec::new(),
                     alternatives: Vec::new(),
+                    degree: 0,
+                    solution: true,
                 });
             }
             self.open::<COLORS>(best);
@@ -1535,10 +1538,13 @@ impl<W: Word> Cells<W> {
             if level == path.len() {
                 return Ok(PathNode {
                     taken,
+                    passed: Vec::new(),
+                    degree: alternatives.len() as Decision,
                     alternatives: alternatives
                         .iter()
                         .map(|&c| self.node_option[c as usize] as usize)
                         .collect(),
+                    solution: false,
                 });
             }
             let Some(&cur) = alternatives.get(path[level] as usize) else {
@@ -1555,10 +1561,13 @@ impl<W: Word> Cells<W> {
                         position: path[level],
                     });
                 }
-                // A forced chain that fails: no solution below.
+                // A forced chain that fails: a dead end, no solution below.
                 return Ok(PathNode {
                     taken,
+                    passed: Vec::new(),
                     alternatives: Vec::new(),
+                    degree: 0,
+                    solution: false,
                 });
             }
             level += 1;

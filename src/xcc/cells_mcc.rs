@@ -1118,10 +1118,73 @@ impl CellsMcc {
             .map(Exit::Stop)
     }
 
-    /// What `path` leads to: for Algorithm M, nothing (its alternatives
-    /// are not options alone), as on dancing links.
-    pub(crate) fn describe(&mut self, _path: &[Decision]) -> Result<Option<PathNode>, TaskError> {
-        Ok(None)
+    /// What `path` (ranks) leads to, replayed as the search goes down it: a
+    /// node's one alternative is its option, which rank 0 includes and
+    /// rank 1 (absent at a forced node) removes, taking none. A branching
+    /// move that fails is no node (as the search rejects it); a forced one
+    /// that fails leads to a dead end.
+    pub(crate) fn describe(&mut self, path: &[Decision]) -> Result<PathNode, TaskError> {
+        self.reset();
+        let mut taken = Vec::new();
+        let mut passed = Vec::new();
+        let node = |taken, passed, alternatives, degree, solution| {
+            Ok(PathNode {
+                taken,
+                passed,
+                alternatives,
+                degree,
+                solution,
+            })
+        };
+        if self.bad {
+            if let Some(&position) = path.first() {
+                return Err(TaskError { level: 0, position });
+            }
+            return node(taken, passed, Vec::new(), 0, false);
+        }
+        let mut level = 0;
+        loop {
+            let (best, forced) = match self.pick::<false>() {
+                Pick::Solution => {
+                    if let Some(&position) = path.get(level) {
+                        return Err(TaskError { level, position });
+                    }
+                    return node(taken, passed, Vec::new(), 0, true);
+                }
+                Pick::Item(best, forced) => (best, forced),
+            };
+            let degree = if forced { 1 } else { 2 };
+            let cur = self.option_of(best);
+            let option = self.node_option[cur as usize] as usize;
+            let Some(&position) = path.get(level) else {
+                return node(taken, passed, vec![option], degree, false);
+            };
+            if position >= degree {
+                return Err(TaskError { level, position });
+            }
+            let ok = if position == 0 {
+                taken.push(option);
+                self.include::<false>(cur)
+            } else {
+                passed.push(option);
+                self.hide::<false>(cur)
+            };
+            level += 1;
+            if !ok {
+                if forced && level == path.len() {
+                    return node(taken, passed, Vec::new(), 0, false);
+                }
+                return Err(TaskError {
+                    level: level - 1,
+                    position,
+                });
+            }
+            if level + 1 >= self.degree.len() {
+                // Deeper than the search goes (each level takes or drops
+                // an option): no node of this tree.
+                return Err(TaskError { level, position });
+            }
+        }
     }
 
     /// One random walk down the tree: at each node one of its one or two

@@ -100,11 +100,12 @@ impl<N: NodeRepr> Search<N> {
         }
     }
 
-    pub(crate) fn describe(&mut self, path: &[Decision]) -> Result<Option<PathNode>, TaskError> {
+    pub(crate) fn describe(&mut self, path: &[Decision]) -> Result<PathNode, TaskError> {
         match (self.multiplicities, self.colors) {
-            (true, _) => Ok(None),
-            (false, false) => self.describe_c::<false>(path).map(Some),
-            (false, true) => self.describe_c::<true>(path).map(Some),
+            (true, false) => self.describe_m::<false>(path),
+            (true, true) => self.describe_m::<true>(path),
+            (false, false) => self.describe_c::<false>(path),
+            (false, true) => self.describe_c::<true>(path),
         }
     }
 
@@ -137,7 +138,8 @@ impl<N: NodeRepr> Search<N> {
             steps.push((best, cur));
         }
         let mut alternatives = Vec::new();
-        if failure.is_none() && self.links.next[ROOT as usize] != ROOT {
+        let solution = self.links.next[ROOT as usize] == ROOT;
+        if failure.is_none() && !solution {
             let (best, _) = self.choose_c();
             let mut cur = self.links.nd[best as usize].down();
             while cur != best {
@@ -157,7 +159,10 @@ impl<N: NodeRepr> Search<N> {
             Some(error) => Err(error),
             None => Ok(PathNode {
                 taken,
+                passed: Vec::new(),
+                degree: alternatives.len() as Decision,
                 alternatives,
+                solution,
             }),
         }
     }
@@ -619,6 +624,90 @@ impl<N: NodeRepr> Search<N> {
             }
         };
         Ok(exit)
+    }
+
+    /// Replays `path` as Algorithm M would (each level set up as `run_m`
+    /// sets it up, and the moves before the path's tweaked away as DLX3
+    /// tries them), reads the node it reaches, and restores the links.
+    /// A node's alternatives are its item's list as the node finds it: move
+    /// `k < len` takes the `k`-th option after the ones before it were
+    /// tweaked away, and move `len`, the null move, takes none of them.
+    fn describe_m<const COLORS: bool>(&mut self, path: &[Decision]) -> Result<PathNode, TaskError> {
+        let mut taken = Vec::new();
+        let mut passed = Vec::new();
+        let mut level = 0usize;
+        let result = loop {
+            let (best, score) = self.choose_m();
+            let Some(score) = score else {
+                if let Some(&position) = path.get(level) {
+                    break Err(TaskError { level, position });
+                }
+                break Ok(PathNode {
+                    taken,
+                    passed,
+                    alternatives: Vec::new(),
+                    degree: 0,
+                    solution: true,
+                });
+            };
+            let degree = if score <= 0 {
+                0
+            } else {
+                Decision::try_from(score).unwrap_or(Decision::MAX - 1)
+            };
+            let b = best as usize;
+            let mut alternatives = Vec::new();
+            let mut cur = self.links.nd[b].down();
+            while cur != best {
+                alternatives.push(self.links.node_option[cur as usize] as usize);
+                cur = self.links.nd[cur as usize].down();
+            }
+            let Some(&position) = path.get(level) else {
+                break Ok(PathNode {
+                    taken,
+                    passed,
+                    alternatives,
+                    degree,
+                    solution: false,
+                });
+            };
+            if position >= degree {
+                break Err(TaskError { level, position });
+            }
+            self.best[level] = best;
+            self.null_taken[level] = false;
+            let cur = self.links.nd[b].down();
+            self.choice[level] = cur;
+            self.links.bound[b] -= 1;
+            if self.links.bound[b] == 0 && self.links.slack[b] == 0 {
+                self.links.cover::<COLORS>(best, true);
+            } else {
+                self.first_tweak[level] = cur;
+                if self.links.bound[b] == 0 {
+                    self.links.cover::<COLORS>(best, true);
+                }
+            }
+            let mut skipped = 0;
+            while skipped < position && self.m_prepare::<COLORS>(level, true) {
+                let cur = self.choice[level];
+                self.choice[level] = self.links.nd[cur as usize].down();
+                skipped += 1;
+            }
+            if skipped < position || !self.m_prepare::<COLORS>(level, false) {
+                self.m_restore::<COLORS>(level);
+                break Err(TaskError { level, position });
+            }
+            let moved = (position as usize).min(alternatives.len());
+            passed.extend_from_slice(&alternatives[..moved]);
+            let cur = self.choice[level];
+            if cur != best {
+                taken.push(self.links.node_option[cur as usize] as usize);
+                self.links.m_commit_others::<COLORS>(cur);
+            }
+            level += 1;
+        };
+        self.unwind_m::<COLORS>(level);
+        result
     }
 
     /// Restores the links after an early exit at a node on `level`, whose

@@ -217,23 +217,22 @@ impl Solver {
         }
     }
 
-    /// What `path` leads to, for Algorithms X and C: the option taken at
-    /// each level, and the alternatives at the node it reaches (the options
-    /// of its branching item's list, in the order positions name them; none
-    /// at a solution). `None` for Algorithm M, whose alternatives are not
-    /// options alone.
+    /// What `path` leads to: the options taken on the way (and, for
+    /// Algorithm M, passed over), and the node it reaches: its moves'
+    /// options in the order positions name them, and how many moves it has
+    /// (see [`PathNode`] for which solutions lie below it).
     ///
     /// A solution lies in the subtrees `[from, to)` of that node exactly
-    /// when it holds every option taken and its option among the
-    /// alternatives is at a position in the range: what lets a coordinator
-    /// check that a worker's solution belongs to the task it leased.
-    pub fn describe(&mut self, path: &[Decision]) -> Result<Option<PathNode>, TaskError> {
+    /// when it lies below the node and its move there is at a position in
+    /// the range: what lets a coordinator check that a worker's solution
+    /// belongs to the task it leased, for every algorithm.
+    pub fn describe(&mut self, path: &[Decision]) -> Result<PathNode, TaskError> {
         match &mut self.engine {
             Inner::Narrow(s) => s.describe(path),
             Inner::Wide(s) => s.describe(path),
-            Inner::CellsNarrow(s) => s.describe(path).map(Some),
-            Inner::CellsInCache(s) => s.describe(path).map(Some),
-            Inner::Cells(s) => s.describe(path).map(Some),
+            Inner::CellsNarrow(s) => s.describe(path),
+            Inner::CellsInCache(s) => s.describe(path),
+            Inner::Cells(s) => s.describe(path),
             Inner::CellsMcc(s) => s.describe(path),
         }
     }

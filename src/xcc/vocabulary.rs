@@ -464,13 +464,31 @@ impl Probe {
 }
 
 /// What a path of the search tree leads to (see [`Solver::describe`]).
+///
+/// A solution lies below the node exactly when it holds every option
+/// `taken`, none `passed`, and its move at the node is one of the node's
+/// `degree` moves: the position of the first of the `alternatives` it
+/// holds, or `alternatives.len()` when it holds none (Algorithm M's null
+/// move, or the removal of SSMCC's binary branching). For Algorithms X and
+/// C a solution holds exactly one alternative and nothing is passed; for
+/// Algorithm M a solution may hold several of a node's options, and the
+/// moves before its own are the ones whose options it does not hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathNode {
-    /// The option taken at each level of the path.
+    /// The option taken at each level of the path (a null move or a
+    /// removal takes none).
     pub taken: Vec<usize>,
-    /// The alternatives at the node: option indices in the order the search
-    /// tries them; empty when the node is a solution.
+    /// The options the moves on the way passed over (Algorithm M): no
+    /// solution below the node holds them.
+    pub passed: Vec<usize>,
+    /// The options of the node's moves, in the order the search tries them
+    /// (empty when the node is a solution).
     pub alternatives: Vec<usize>,
+    /// How many moves the node has: 0 at a solution and at a dead end.
+    pub degree: Decision,
+    /// Whether the node is a solution: then the solution of its `taken`
+    /// options, and nothing else, lies below it.
+    pub solution: bool,
 }
 
 /// How the cells engine breaks the ties of its branching rule, where

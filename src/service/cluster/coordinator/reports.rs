@@ -17,14 +17,13 @@ use crate::xcc::{self, Task};
 /// once checked; else why it cannot be right (for the worker, as the
 /// protocol error that disconnects it). `want_solutions`: the lease asked
 /// for each solution's options (else for counts). `region`: the lease's
-/// part of the tree, built at its first solutions and kept (`Some(None)`:
-/// a problem of Algorithm M, unchecked).
+/// part of the tree, built at its first solutions and kept.
 pub(super) fn check_found(
     found: &mut pb::Found,
     want_solutions: bool,
     job: &Job,
     task: &Task,
-    region: &mut Option<Option<Region>>,
+    region: &mut Option<Region>,
 ) -> Result<Solutions, String> {
     let solutions = pb::found_solutions(found).map_err(|e| format!("found: {e}"))?;
     let listed = solutions.len() as u64;
@@ -55,19 +54,14 @@ pub(super) fn check_found(
     // Solutions of another task's part of the tree would be delivered
     // twice: each must lie in this lease's part.
     let built = job.with_checker(|solver| match region {
-        Some(region) => {
-            if let Some(region) = region {
-                region.cut(solver, &task.cuts)?;
-            }
-            Ok(())
-        }
+        Some(region) => region.cut(solver, &task.cuts),
         None => {
             *region = Some(Region::new(solver, task)?);
             Ok(())
         }
     });
     built.map_err(|e: xcc::TaskError| format!("found: the leased task: {e}"))?;
-    if let Some(Some(region)) = region {
+    if let Some(region) = region {
         for (k, solution) in solutions.iter().enumerate() {
             if !region.contains(solution) {
                 return Err(format!(

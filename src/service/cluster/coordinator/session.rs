@@ -49,8 +49,8 @@ pub(super) struct Lease {
     /// past its last report it may be (see [`Lease::point`]).
     pub(super) step: u64,
     /// The part of the tree the run may report solutions from, built at its
-    /// first solutions (`Some(None)`: a problem of Algorithm M, unchecked).
-    pub(super) region: Option<Option<Region>>,
+    /// first solutions.
+    pub(super) region: Option<Region>,
     /// The fingerprint of the solutions it delivered, for its audit (see
     /// [`crate::service::cluster::fingerprint`]).
     pub(super) fingerprint: Fingerprint,
