@@ -237,8 +237,10 @@ impl Pool {
     }
 
     /// Resolves when running leases may have to be asked something (a slot
-    /// went hungry, a snapshot is due, shutdown); sessions also look every
-    /// few milliseconds, so a missed wake-up costs little.
+    /// went hungry, a job stopped, another job's task became ready, a
+    /// snapshot is due, shutdown). Sessions look otherwise only at their
+    /// leases' deadlines (at the latest every `HOLDING_LOOK`), so the
+    /// wake-up is what makes them answer at once.
     pub(crate) async fn remote_steering(&self) {
         self.shared.steer_remote.notified().await;
     }
