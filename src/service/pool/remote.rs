@@ -241,8 +241,12 @@ impl Pool {
     /// snapshot is due, shutdown). Sessions look otherwise only at their
     /// leases' deadlines (at the latest every `HOLDING_LOOK`), so the
     /// wake-up is what makes them answer at once.
-    pub(crate) async fn remote_steering(&self) {
-        self.shared.steer_remote.notified().await;
+    ///
+    /// Not an `async fn`: its future must be `enable`d to count from the
+    /// moment it is made, not from its first poll (a session arms it before
+    /// taking tasks, so that a wake-up its own grant causes is not missed).
+    pub(crate) fn remote_steering(&self) -> tokio::sync::futures::Notified<'_> {
+        self.shared.steer_remote.notified()
     }
 
     /// An audit of a finished remote lease of `job` begins (see

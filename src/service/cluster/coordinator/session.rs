@@ -234,10 +234,19 @@ impl Session {
         let pool = self.pool.clone();
         let steering = pool.remote_steering();
         tokio::pin!(steering);
+        steering.as_mut().enable();
         let kick = self.kick.clone();
         let end = loop {
             if self.pool.is_shutting_down() {
                 break End::Shutdown;
+            }
+            if self.leases.is_empty() && !self.draining {
+                // About to hold leases: wake-ups from here on count (one
+                // that granting a lease causes, such as the pool going
+                // hungry when it takes the last ready task, above all);
+                // those of the idle time before do not.
+                steering.set(pool.remote_steering());
+                steering.as_mut().enable();
             }
             if let Err(end) = self.fill().await {
                 break end;
@@ -287,6 +296,7 @@ impl Session {
                 _ = idle_look.tick(), if wants_work => Ok(()),
                 () = &mut steering, if holding || self.draining => {
                     steering.set(pool.remote_steering());
+                    steering.as_mut().enable();
                     self.steer_leases().await
                 }
                 () = self.tx.closed() => Err(End::Broken(Status::cancelled("the worker stopped reading"))),
