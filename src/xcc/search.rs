@@ -468,6 +468,40 @@ impl<N: NodeRepr> Search<N> {
         true
     }
 
+    /// Sets `level` up to branch on `best`, as DLX3 does on entering a
+    /// level: its first option is current, its bound one less, and the
+    /// item covered when that bound reaches 0.
+    #[inline(always)]
+    fn m_enter<const COLORS: bool>(&mut self, level: usize, best: u32) {
+        let b = best as usize;
+        self.best[level] = best;
+        self.null_taken[level] = false;
+        let cur = self.links.nd[b].down();
+        self.choice[level] = cur;
+        self.links.bound[b] -= 1;
+        if self.links.bound[b] == 0 && self.links.slack[b] == 0 {
+            self.links.cover::<COLORS>(best, true);
+        } else {
+            self.first_tweak[level] = cur;
+            if self.links.bound[b] == 0 {
+                self.links.cover::<COLORS>(best, true);
+            }
+        }
+    }
+
+    /// Moves `level` past its first `moves` alternatives, tweaking them
+    /// away as DLX3 does while trying them; how many it could pass.
+    #[inline(always)]
+    fn m_skip<const COLORS: bool>(&mut self, level: usize, moves: Decision) -> Decision {
+        let mut skipped = 0;
+        while skipped < moves && self.m_prepare::<COLORS>(level, true) {
+            let cur = self.choice[level];
+            self.choice[level] = self.links.nd[cur as usize].down();
+            skipped += 1;
+        }
+        skipped
+    }
+
     /// Undoes the setup of the branching item of `level` (DLX3's "restore
     /// the original state of best_itm").
     fn m_restore<const COLORS: bool>(&mut self, level: usize) {
@@ -528,30 +562,12 @@ impl<N: NodeRepr> Search<N> {
                         step = Step::Backdown;
                         continue;
                     }
-                    let b = best as usize;
-                    self.best[level] = best;
-                    self.null_taken[level] = false;
-                    let cur = self.links.nd[b].down();
-                    self.choice[level] = cur;
-                    self.links.bound[b] -= 1;
-                    if self.links.bound[b] == 0 && self.links.slack[b] == 0 {
-                        self.links.cover::<COLORS>(best, true);
-                    } else {
-                        self.first_tweak[level] = cur;
-                        if self.links.bound[b] == 0 {
-                            self.links.cover::<COLORS>(best, true);
-                        }
-                    }
+                    self.m_enter::<COLORS>(level, best);
                     let degree = Decision::try_from(score).unwrap_or(Decision::MAX - 1);
                     self.enter_level(level, task, degree);
                     // Skip to the start of the range, tweaking as DLX3 would
                     // have done while trying the skipped alternatives.
-                    let mut skipped = 0;
-                    while skipped < self.lo[level] && self.m_prepare::<COLORS>(level, true) {
-                        let cur = self.choice[level];
-                        self.choice[level] = self.links.nd[cur as usize].down();
-                        skipped += 1;
-                    }
+                    let skipped = self.m_skip::<COLORS>(level, self.lo[level]);
                     if skipped < self.lo[level] {
                         if level == self.base && !self.task_run.fresh_base {
                             self.end_replay();
@@ -674,25 +690,8 @@ impl<N: NodeRepr> Search<N> {
             if position >= degree {
                 break Err(TaskError { level, position });
             }
-            self.best[level] = best;
-            self.null_taken[level] = false;
-            let cur = self.links.nd[b].down();
-            self.choice[level] = cur;
-            self.links.bound[b] -= 1;
-            if self.links.bound[b] == 0 && self.links.slack[b] == 0 {
-                self.links.cover::<COLORS>(best, true);
-            } else {
-                self.first_tweak[level] = cur;
-                if self.links.bound[b] == 0 {
-                    self.links.cover::<COLORS>(best, true);
-                }
-            }
-            let mut skipped = 0;
-            while skipped < position && self.m_prepare::<COLORS>(level, true) {
-                let cur = self.choice[level];
-                self.choice[level] = self.links.nd[cur as usize].down();
-                skipped += 1;
-            }
+            self.m_enter::<COLORS>(level, best);
+            let skipped = self.m_skip::<COLORS>(level, position);
             if skipped < position || !self.m_prepare::<COLORS>(level, false) {
                 self.m_restore::<COLORS>(level);
                 break Err(TaskError { level, position });
@@ -792,30 +791,12 @@ impl<N: NodeRepr> Search<N> {
             if score <= 0 {
                 break ProbeEnd::DeadEnd;
             }
-            let b = best as usize;
-            self.best[level] = best;
-            self.null_taken[level] = false;
-            let cur = self.links.nd[b].down();
-            self.choice[level] = cur;
-            self.links.bound[b] -= 1;
-            if self.links.bound[b] == 0 && self.links.slack[b] == 0 {
-                self.links.cover::<COLORS>(best, true);
-            } else {
-                self.first_tweak[level] = cur;
-                if self.links.bound[b] == 0 {
-                    self.links.cover::<COLORS>(best, true);
-                }
-            }
+            self.m_enter::<COLORS>(level, best);
             let degree = Decision::try_from(score).unwrap_or(Decision::MAX - 1);
             let r = choose(degree).min(degree - 1);
             // Reach the r-th move as DLX3 would, tweaking the options of
             // the moves before it away.
-            let mut skipped = 0;
-            while skipped < r && self.m_prepare::<COLORS>(level, true) {
-                let cur = self.choice[level];
-                self.choice[level] = self.links.nd[cur as usize].down();
-                skipped += 1;
-            }
+            let skipped = self.m_skip::<COLORS>(level, r);
             degrees.push(degree);
             if skipped < r || !self.m_prepare::<COLORS>(level, false) {
                 self.m_restore::<COLORS>(level);
