@@ -17,6 +17,7 @@
 //! simulated workers run in this process, on one thread, so the
 //! coordinator has the other core of a 2-core machine.
 
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -25,6 +26,7 @@ use serde_json::json;
 use tokio::sync::watch;
 use xccd::service::cluster::sim::{SimReport, SimWorker};
 use xccd::service::credentials::WorkerToken;
+use xccd::service::metrics as metric;
 use xccd::service::proto as pb;
 use xccd::service::proto::solver_service_client::SolverServiceClient;
 use xccd::xcc::{CountOnly, RunConfig, Solver, Task};
@@ -65,6 +67,12 @@ pub struct ScaleRow {
     pub kib_per_idle_worker: f64,
     pub p50_wait_ms: f64,
     pub p99_wait_ms: f64,
+    /// Sessions' looks at their leases per lease while counting
+    /// (`xccd_session_looks_total`): what a lease costs the coordinator in
+    /// wake-ups, counted, not timed.
+    pub looks_per_lease: f64,
+    /// The looks, by cause.
+    pub looks: BTreeMap<String, f64>,
 }
 
 fn print_header(out: Rows, lease_nodes: u64) {
@@ -78,7 +86,7 @@ fn print_header(out: Rows, lease_nodes: u64) {
         "goals: {GOAL_WORKERS} workers on one coordinator core, >= {GOAL_LEASES_PER_S:.0} leases/s, <= {GOAL_KIB_PER_WORKER:.0} KiB per idle worker"
     ));
     out.text(format_args!(
-        "{:>7} {:>8} {:>7} {:>9} {:>10} {:>7} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8}  goals",
+        "{:>7} {:>8} {:>7} {:>9} {:>10} {:>7} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8} {:>9}  goals",
         "workers",
         "leases",
         "secs",
@@ -90,7 +98,8 @@ fn print_header(out: Rows, lease_nodes: u64) {
         "idle",
         "KiB/idle",
         "p50 ms",
-        "p99 ms"
+        "p99 ms",
+        "looks/lse"
     ));
 }
 
@@ -133,13 +142,15 @@ fn print_row(out: Rows, row: &ScaleRow) {
             "kib_per_idle_worker": num(row.kib_per_idle_worker),
             "p50_wait_ms": num(row.p50_wait_ms),
             "p99_wait_ms": num(row.p99_wait_ms),
+            "looks_per_lease": num(row.looks_per_lease),
+            "looks": row.looks,
             "goal_leases_per_s": GOAL_LEASES_PER_S,
             "goal_kib_per_idle_worker": GOAL_KIB_PER_WORKER,
             "goals": goals.join(", "),
         }),
     );
     out.text(format_args!(
-        "{:>7} {:>8} {:>7.2} {:>9.0} {:>10.0} {:>7.2} {:>8.1} {:>8.2} {:>8.3} {:>9.1} {:>8.2} {:>8.2}  {}",
+        "{:>7} {:>8} {:>7.2} {:>9.0} {:>10.0} {:>7.2} {:>8.1} {:>8.2} {:>8.3} {:>9.1} {:>8.2} {:>8.2} {:>9.3}  {}",
         row.workers,
         row.leases,
         row.seconds,
@@ -152,6 +163,7 @@ fn print_row(out: Rows, row: &ScaleRow) {
         row.kib_per_idle_worker,
         row.p50_wait_ms,
         row.p99_wait_ms,
+        row.looks_per_lease,
         goals.join(", ")
     ));
 }
@@ -194,11 +206,12 @@ struct Coordinator {
     child: Child,
     api: SocketAddr,
     workers: SocketAddr,
+    metrics: SocketAddr,
 }
 
 impl Coordinator {
     fn start() -> Result<Coordinator, CliError> {
-        let (api, workers) = (free_port()?, free_port()?);
+        let (api, workers, metrics) = (free_port()?, free_port()?, free_port()?);
         let log = std::env::temp_dir().join("xccd-bench-scale-coordinator.log");
         let child = Command::new(std::env::current_exe().map_err(failed)?)
             .args(["serve", "--threads", "0", "--data-dir", "none"])
@@ -206,6 +219,8 @@ impl Coordinator {
             .arg(api.to_string())
             .arg("--worker-listen")
             .arg(workers.to_string())
+            .arg("--metrics-listen")
+            .arg(metrics.to_string())
             .env("RUST_LOG", "warn")
             .env("XCCD_WORKER_TOKEN", TOKEN)
             .stdin(Stdio::null())
@@ -217,6 +232,7 @@ impl Coordinator {
             child,
             api,
             workers,
+            metrics,
         };
         let start = Instant::now();
         while TcpStream::connect(api).is_err() || TcpStream::connect(workers).is_err() {
@@ -233,6 +249,34 @@ impl Coordinator {
 
     fn pid(&self) -> String {
         self.child.id().to_string()
+    }
+
+    /// Its sessions' looks at their leases so far, by cause
+    /// (`xccd_session_looks_total` on its `/metrics`).
+    fn session_looks(&self) -> Result<BTreeMap<String, f64>, CliError> {
+        use std::io::{Read, Write};
+        let mut stream = TcpStream::connect(self.metrics).map_err(failed)?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .map_err(failed)?;
+        write!(
+            stream,
+            "GET /metrics HTTP/1.0\r\nHost: {}\r\n\r\n",
+            self.metrics
+        )
+        .map_err(failed)?;
+        let mut page = String::new();
+        stream.read_to_string(&mut page).map_err(failed)?;
+        // Lines such as `xccd_session_looks_total{cause="hunger"} 30846`.
+        Ok(page
+            .lines()
+            .filter_map(|line| line.strip_prefix(metric::SESSION_LOOKS))
+            .filter_map(|rest| {
+                let (labels, value) = rest.rsplit_once(' ')?;
+                let cause = labels.split('"').nth(1).unwrap_or("").to_string();
+                Some((cause, value.parse::<f64>().ok()?))
+            })
+            .collect())
     }
 }
 
@@ -310,6 +354,7 @@ async fn measure(
     let rss_idle = rss_kib(&pid)?;
 
     // The count.
+    let looks_start = coordinator.session_looks()?;
     let (cpu_start, own_start) = (cpu_seconds(&pid)?, cpu_seconds("self")?);
     let start = Instant::now();
     let request = pb::EnumerateRequest {
@@ -337,6 +382,14 @@ async fn measure(
     let seconds = start.elapsed().as_secs_f64();
     let cpu = cpu_seconds(&pid)? - cpu_start;
     let own = cpu_seconds("self")? - own_start;
+    let looks: BTreeMap<String, f64> = coordinator
+        .session_looks()?
+        .into_iter()
+        .map(|(cause, n)| {
+            let before = looks_start.get(&cause).copied().unwrap_or(0.0);
+            (cause, n - before)
+        })
+        .collect();
     let _ = stop.send(true);
     let mut reports: Vec<SimReport> = Vec::with_capacity(n);
     for handle in running {
@@ -392,5 +445,7 @@ async fn measure(
         kib_per_idle_worker: (rss_idle - rss_before) / n.max(1) as f64,
         p50_wait_ms: quantile(0.50),
         p99_wait_ms: quantile(0.99),
+        looks_per_lease: looks.values().sum::<f64>() / leases.max(1) as f64,
+        looks,
     })
 }

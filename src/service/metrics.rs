@@ -46,6 +46,7 @@ pub const WORKER_AUTH_FAILURES: &str = "xccd_worker_auth_failures_total";
 pub const WORKER_REPORTS_REJECTED: &str = "xccd_worker_reports_rejected_total";
 pub const FENCED_REPORTS: &str = "xccd_fenced_reports_total";
 pub const STALLED_LEASES: &str = "xccd_stalled_leases_total";
+pub const SESSION_LOOKS: &str = "xccd_session_looks_total";
 pub const LEASE_ROUND_TRIP: &str = "xccd_lease_round_trip_seconds";
 pub const AUDITS: &str = "xccd_audits_total";
 pub const AUDIT_MISMATCHES: &str = "xccd_audit_mismatches_total";
@@ -191,6 +192,11 @@ fn describe_coordinator() {
         STALLED_LEASES,
         Unit::Count,
         "Leases revoked because their run made no progress."
+    );
+    counter!(
+        SESSION_LOOKS,
+        Unit::Count,
+        "Looks of worker sessions at their leases, by what caused them: steering (a job stopped, another job's task became ready, a snapshot is due, an interactive task waits), hunger (a slot went hungry and the session is the one to ask a give-away), deadline (a lease's deadline or the safety net), report (a report of the session's own called for one)."
     );
     histogram!(
         LEASE_ROUND_TRIP,

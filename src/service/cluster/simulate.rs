@@ -44,7 +44,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::coordinator::steering::{self, give_ask_due, LeaseAtPoll, Steer};
-use super::coordinator::TICK;
+use super::coordinator::{HOLDING_LOOK, TICK};
 use super::proto::AskKind;
 use super::worker;
 use crate::puzzles::rng::Rng;
@@ -225,9 +225,9 @@ enum What {
         lease: u64,
         report: Box<RunReport>,
     },
-    /// At the session: its look at its leases. The simulation looks every
-    /// [`TICK`] while holding; the real session looks at that cadence only
-    /// while a give-away is wanted, and otherwise at its leases' deadlines.
+    /// At the session: its look at its lease, at the give-away cadence
+    /// ([`TICK`]) while one is wanted, else after [`HOLDING_LOOK`], as the
+    /// real session's deadlines.
     Tick {
         generation: u64,
     },
@@ -295,6 +295,11 @@ struct Member {
     give_answered: bool,
     /// Looks scheduled before this generation are void.
     tick: u64,
+    /// When the session last armed its hunger wake-up (holding leases):
+    /// the pool's `Notify` wakes the one waiting longest first.
+    armed_hunger: u64,
+    /// When it last passed a hunger wake-up on (`Pool::pass_hunger`).
+    passed_hunger: u64,
     running: Option<Running>,
     thread: Option<RunThread>,
 }
@@ -314,9 +319,11 @@ struct Cluster<'a> {
     idle: Vec<usize>,
     idle_at: Vec<Option<usize>>,
     next_lease: u64,
-    /// The pool went hungry during the current event: every session
-    /// holding a lease looks at it (the pool's `steer_remote` wake-up).
-    hungry_edge: bool,
+    /// The pool's hunger wake-ups taken so far (`Pool::hunger_wakes`):
+    /// each goes to one session holding a lease, as in a coordinator.
+    hunger_seen: u64,
+    /// Sessions' armings of their hunger wake-up, so far.
+    armings: u64,
     leases: u64,
     give_asks: u64,
     give_aways: u64,
@@ -338,11 +345,17 @@ impl<'a> Cluster<'a> {
             now: 0,
             seq: 0,
             events: BinaryHeap::new(),
-            members: (0..n).map(|_| Member::default()).collect(),
+            members: (0..n)
+                .map(|_| Member {
+                    passed_hunger: u64::MAX,
+                    ..Member::default()
+                })
+                .collect(),
             idle: (0..n).collect(),
             idle_at: (0..n).map(Some).collect(),
             next_lease: 1,
-            hungry_edge: false,
+            hunger_seen: 0,
+            armings: 0,
             leases: 0,
             give_asks: 0,
             give_aways: 0,
@@ -365,7 +378,7 @@ impl<'a> Cluster<'a> {
     /// Runs the job to its end; its end's virtual time.
     fn run(&mut self, job: &Job) -> Result<u64, String> {
         self.fill(None);
-        self.steer_if_hungry();
+        self.wake_for_hunger();
         while job.summary().is_none() {
             let Some(event) = self.events.pop() else {
                 return Err(
@@ -383,26 +396,30 @@ impl<'a> Cluster<'a> {
             }
             self.handle(event.worker, event.what)?;
             self.fill(Some(event.worker));
-            self.steer_if_hungry();
+            self.wake_for_hunger();
         }
         Ok(self.now)
     }
 
-    /// The pool went hungry: every session holding a lease looks at it now.
-    fn steer_if_hungry(&mut self) {
-        if std::mem::take(&mut self.hungry_edge) {
-            for worker in 0..self.members.len() {
-                self.steer(worker);
+    /// Gives each hunger wake-up the pool issued to the session holding a
+    /// lease that has waited longest, as the pool's `Notify` does; one that
+    /// asks no give-away passes it on, as `Session::run` does.
+    fn wake_for_hunger(&mut self) {
+        while self.hunger_seen < self.pool.hunger_wakes() {
+            self.hunger_seen += 1;
+            let waiting = (0..self.members.len())
+                .filter(|&w| self.members[w].lease.is_some())
+                .min_by_key(|&w| self.members[w].armed_hunger);
+            // No session holding a lease: no one to wake.
+            let Some(worker) = waiting else { continue };
+            self.armings += 1;
+            self.members[worker].armed_hunger = self.armings;
+            if !self.steer(worker) {
+                let mut passed = self.members[worker].passed_hunger;
+                self.pool.pass_hunger(&mut passed);
+                self.members[worker].passed_hunger = passed;
             }
         }
-    }
-
-    /// Calls the pool, noting whether it went hungry.
-    fn pooled<R>(&mut self, call: impl FnOnce(&Pool) -> R) -> R {
-        let was = self.pool.is_hungry();
-        let result = call(self.pool);
-        self.hungry_edge |= !was && self.pool.is_hungry();
-        result
     }
 
     fn handle(&mut self, worker: usize, what: What) -> Result<(), String> {
@@ -477,15 +494,13 @@ impl<'a> Cluster<'a> {
                 let job = held.job.clone();
                 self.give_aways += 1;
                 self.members[worker].give_answered = true;
-                self.pooled(|pool| pool.remote_gave_away(&job, task));
+                self.pool.remote_gave_away(&job, task);
                 Ok(())
             }
             What::Ended { lease, report } => self.ended(worker, lease, *report),
             What::Tick { generation } => {
                 if self.members[worker].tick == generation && self.members[worker].lease.is_some() {
                     self.steer(worker);
-                    let at = self.now + nanos(TICK);
-                    self.at(at, worker, What::Tick { generation });
                 }
                 Ok(())
             }
@@ -509,7 +524,7 @@ impl<'a> Cluster<'a> {
         self.replay_updates += report.stats.replay_updates;
         self.make_idle(worker);
         if held.revoked {
-            self.pooled(|pool| pool.remote_slot_freed());
+            self.pool.remote_slot_freed();
             return Ok(());
         }
         if let RunEnd::Checkpointed(remaining) = &report.end {
@@ -526,15 +541,20 @@ impl<'a> Cluster<'a> {
         if let Some(failure) = &settlement.failure {
             return Err(format!("a run failed: {}", failure.message()));
         }
-        self.pooled(|pool| pool.finish_remote_run(lease, &held.job, &report.stats, settlement));
+        self.pool
+            .finish_remote_run(lease, &held.job, &report.stats, settlement);
         Ok(())
     }
 
-    /// Looks at a session's lease as `Session::steer_leases` does.
-    fn steer(&mut self, worker: usize) {
+    /// Looks at a session's lease as `Session::steer_leases` does, and
+    /// when to look again as it does: at the give-away cadence while the
+    /// policy wants one, else after [`HOLDING_LOOK`] (the simulation has
+    /// no stall nor other job to look for sooner). True if it asked a
+    /// give-away.
+    fn steer(&mut self, worker: usize) -> bool {
         let (now, pool) = (self.now, self.pool);
         let Some(held) = self.members[worker].lease.as_ref().filter(|h| !h.revoked) else {
-            return;
+            return false;
         };
         let mut facts = LeaseAtPoll {
             pool,
@@ -575,9 +595,24 @@ impl<'a> Cluster<'a> {
             }
             Steer::Nothing => None,
         };
+        let member = &mut self.members[worker];
+        let next = match (steering::steer(decision), member.last_give_ask) {
+            (Steer::GiveAway, Some(asked)) => asked + nanos(TICK),
+            _ => now + nanos(HOLDING_LOOK),
+        };
+        self.look_at(worker, next);
         if let Some(kind) = ask {
             self.ask(worker, kind);
         }
+        ask == Some(AskKind::GiveAway)
+    }
+
+    /// The session's next look at its lease, in place of the one planned.
+    fn look_at(&mut self, worker: usize, at: u64) {
+        let member = &mut self.members[worker];
+        member.tick += 1;
+        let generation = member.tick;
+        self.at(at, worker, What::Tick { generation });
     }
 
     /// Revokes a session's lease: its run is booked now with `settlement`,
@@ -586,7 +621,8 @@ impl<'a> Cluster<'a> {
         let held = self.members[worker].lease.as_mut().expect("a lease");
         held.revoked = true;
         let (id, job) = (held.id, held.job.clone());
-        self.pooled(|pool| pool.end_remote_run(id, &job, &Stats::default(), settlement));
+        self.pool
+            .end_remote_run(id, &job, &Stats::default(), settlement);
     }
 
     fn ask(&mut self, worker: usize, kind: AskKind) {
@@ -610,7 +646,7 @@ impl<'a> Cluster<'a> {
                 None => self.idle[self.rng.below(self.idle.len())],
             };
             let id = self.next_lease;
-            let Some((job, work, spent)) = self.pooled(|pool| pool.take_remote(id, &[])) else {
+            let Some((job, work, spent)) = self.pool.take_remote(id, &[]) else {
                 return;
             };
             self.next_lease += 1;
@@ -627,11 +663,12 @@ impl<'a> Cluster<'a> {
                 started: self.now,
                 revoked: false,
             });
-            // The session held no lease: its looks start over.
-            member.tick += 1;
-            let generation = member.tick;
+            // The session held no lease: it arms its hunger wake-up, and
+            // looks at its lease at the safety net's interval unless woken.
+            self.armings += 1;
+            member.armed_hunger = self.armings;
             let (now, latency) = (self.now, self.latency);
-            self.at(now + nanos(TICK), worker, What::Tick { generation });
+            self.look_at(worker, now + nanos(HOLDING_LOOK));
             self.at(
                 now + latency,
                 worker,

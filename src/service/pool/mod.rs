@@ -34,6 +34,9 @@
 //!   [`POLL_INTERVAL`] nodes) and give away the upper half of the untried
 //!   alternatives at their shallowest open level. However unbalanced the
 //!   tree, no worker stays idle while another has work it can split.
+//!   Remote runs hear of it from their sessions: the pool wakes one session
+//!   holding a lease per hungry slot, not every session (one that cannot
+//!   give passes the wake-up on).
 //! - **Backpressure.** A streaming job's solutions go through a bounded
 //!   buffer ([`Output`]). When it is full, the task checkpoints and the job is
 //!   skipped until its consumer has made room; no worker blocks on a slow
@@ -203,8 +206,22 @@ struct Shared {
     /// task and sees more ready passes the wake on, so one event costs one
     /// wake-up, not one per connected worker.
     remote_work: tokio::sync::Notify,
+    /// Wakes sessions holding leases one at a time when slots go hungry:
+    /// as many as there are hungry slots (see [`Shared::refresh`]), not
+    /// every session, which made one idle slot cost a look per connected
+    /// worker.
+    hunger: tokio::sync::Notify,
+    /// Hunger wake-ups that may still bring a give-away: issued, and
+    /// neither answered by one nor made void by the end of a run.
+    hunger_out: AtomicUsize,
+    /// Hunger wake-ups issued since the start (passed ones included): the
+    /// simulated cluster wakes as many of its sessions.
+    hunger_wakes: AtomicU64,
+    /// Counts the times the pool went hungry: a session passes a hunger
+    /// wake-up it cannot use on at most once each time.
+    hunger_epoch: AtomicU64,
     /// Wakes the sessions holding leases when their runs may have to be
-    /// asked something: a slot went hungry, an interactive task waits,
+    /// asked something: an interactive task waits,
     /// another job has a task ready, a snapshot is due, a job stops,
     /// shutdown. Sessions have no periodic look that would find these out.
     steer_remote: Arc<tokio::sync::Notify>,
@@ -247,6 +264,10 @@ impl Pool {
             yields: AtomicU64::new(0),
             slots: (0..threads).map(|_| WorkerSlot::default()).collect(),
             remote_work: tokio::sync::Notify::new(),
+            hunger: tokio::sync::Notify::new(),
+            hunger_out: AtomicUsize::new(0),
+            hunger_wakes: AtomicU64::new(0),
+            hunger_epoch: AtomicU64::new(0),
             steer_remote: Arc::new(tokio::sync::Notify::new()),
             shutting_down: AtomicBool::new(false),
         });

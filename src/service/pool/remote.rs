@@ -156,6 +156,8 @@ impl Pool {
         {
             state.yielding -= 1;
         }
+        // Perhaps the run asked for a hungry slot's give-away.
+        self.shared.hunger_settled();
         self.shared.book_run_end(&mut state, job, stats, settlement);
         state
     }
@@ -182,6 +184,7 @@ impl Pool {
         let mut state = self.shared.state.locked();
         self.shared
             .enqueue(&mut state, job.id, vec![QueuedTask::new(task)], false);
+        self.shared.hunger_settled();
         self.shared.refresh(&state);
         drop(state);
         self.shared.wake_all();
@@ -236,8 +239,8 @@ impl Pool {
         self.shared.wake_remote_one();
     }
 
-    /// Resolves when running leases may have to be asked something (a slot
-    /// went hungry, a job stopped, another job's task became ready, a
+    /// Resolves when running leases may have to be asked something (a job
+    /// stopped, another job's task became ready, a
     /// snapshot is due, shutdown). Sessions look otherwise only at their
     /// leases' deadlines (at the latest every `HOLDING_LOOK`), so the
     /// wake-up is what makes them answer at once.
@@ -247,6 +250,35 @@ impl Pool {
     /// taking tasks, so that a wake-up its own grant causes is not missed).
     pub(crate) fn remote_steering(&self) -> tokio::sync::futures::Notified<'_> {
         self.shared.steer_remote.notified()
+    }
+
+    /// Resolves when this session is to ask one of its leases for a
+    /// give-away: a slot went hungry. The pool wakes one session per hungry
+    /// slot, the longest waiting first; one that cannot give passes it on
+    /// ([`Pool::pass_hunger`]). `enable`d like [`Pool::remote_steering`].
+    pub(crate) fn remote_hunger(&self) -> tokio::sync::futures::Notified<'_> {
+        self.shared.hunger.notified()
+    }
+
+    /// A session woken by [`Pool::remote_hunger`] had no lease to ask a
+    /// give-away of (all asked already, or none that may split): the
+    /// wake-up goes to the next session, once per time the pool went
+    /// hungry for each session (`passed` is the session's own note of
+    /// when it last passed), so that sessions that cannot give do not pass
+    /// it round for ever.
+    pub(crate) fn pass_hunger(&self, passed: &mut u64) {
+        let epoch = self.shared.hunger_epoch.load(Ordering::SeqCst);
+        if self.is_hungry() && *passed != epoch {
+            *passed = epoch;
+            self.shared.hunger.notify_one();
+            self.shared.hunger_wakes.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Hunger wake-ups issued so far, passed ones included (the simulated
+    /// cluster wakes as many of its sessions).
+    pub(crate) fn hunger_wakes(&self) -> u64 {
+        self.shared.hunger_wakes.load(Ordering::SeqCst)
     }
 
     /// An audit of a finished remote lease of `job` begins (see

@@ -132,10 +132,36 @@ impl Shared {
         let hungry = state.idle > 0 && ready == 0 && !state.shutdown;
         let was = self.hungry.swap(hungry, Ordering::SeqCst);
         if hungry && !was {
-            // Remote runs learn of it only when asked: ask now, not at the
-            // sessions' next look.
-            self.steer_remote.notify_waiters();
+            self.hunger_epoch.fetch_add(1, Ordering::SeqCst);
         }
+        // Asks outstanding for more runs than there are: void.
+        let runs = state.remote_runs.len();
+        let out = self.hunger_out.load(Ordering::SeqCst).min(runs);
+        self.hunger_out.store(out, Ordering::SeqCst);
+        if hungry {
+            // Remote runs learn of it only when asked: ask now, not at the
+            // sessions' next look, and ask one run per hungry slot (a
+            // session that cannot give passes its wake-up on, see
+            // `Pool::pass_hunger`), not every session.
+            let want = state.idle.min(runs);
+            if want > out {
+                self.hunger_out.store(want, Ordering::SeqCst);
+                for _ in out..want {
+                    self.hunger.notify_one();
+                }
+                self.hunger_wakes
+                    .fetch_add((want - out) as u64, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// One hunger wake-up is answered (a give-away came back) or void (a
+    /// run ended, perhaps the one asked): the next refresh issues another
+    /// if slots are still hungry. Called under the lock, before `refresh`.
+    pub(super) fn hunger_settled(&self) {
+        let out = self.hunger_out.load(Ordering::SeqCst);
+        self.hunger_out
+            .store(out.saturating_sub(1), Ordering::SeqCst);
     }
 
     /// Takes the next task to run, waiting if there is none; with it, the

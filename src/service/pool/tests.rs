@@ -4,7 +4,7 @@
 use super::local::PoolPort;
 use super::*;
 use crate::run::SideCondition;
-use crate::run::{Control, Failure, Ledger, Port};
+use crate::run::{Control, Failure, Ledger, Port, Settlement};
 use crate::xcc::{ProgressView, Stats};
 
 /// Six queens: 4 solutions.
@@ -225,4 +225,60 @@ async fn a_hungry_pool_gets_a_give_away_before_a_slice_checkpoint() {
     assert_eq!(port.control(&progress), Control::GiveAway);
     pool.pretend_hungry(false);
     assert_eq!(port.control(&progress), Control::Checkpoint);
+}
+
+/// A slot going hungry wakes one session holding a lease per hungry slot
+/// (the one waiting longest first), not every session: a give-away that
+/// comes back answers one wake-up, a run that ends makes one void (it may
+/// have been the one asked), and a session that cannot give passes its
+/// wake-up on once each time the pool goes hungry.
+#[test]
+fn hunger_wakes_one_session_per_hungry_slot() {
+    let pool = Pool::new(PoolConfig {
+        threads: 0,
+        ..PoolConfig::default()
+    });
+    pool.remote_joined(3);
+    let job = pool.submit(queens6(), JobSpec::default()).unwrap();
+    let mut sessions: Vec<_> = (0..4).map(|_| Box::pin(pool.remote_hunger())).collect();
+    for session in &mut sessions {
+        assert!(!session.as_mut().enable());
+    }
+    let woken = |sessions: &mut Vec<_>| -> Vec<bool> {
+        sessions
+            .iter_mut()
+            .map(
+                |s: &mut std::pin::Pin<Box<tokio::sync::futures::Notified<'_>>>| {
+                    s.as_mut().enable()
+                },
+            )
+            .collect()
+    };
+    // The root task taken: two slots idle, one run to ask.
+    assert!(pool.take_remote(1, &[]).is_some());
+    assert!(pool.is_hungry());
+    assert_eq!(pool.hunger_wakes(), 1);
+    assert_eq!(woken(&mut sessions), [true, false, false, false]);
+    // The run gives a task away and another slot takes it: one slot
+    // idle, two runs, one wake-up more.
+    pool.remote_gave_away(&job, Task::root());
+    assert!(!pool.is_hungry());
+    assert!(pool.take_remote(2, &[]).is_some());
+    assert_eq!(pool.hunger_wakes(), 2);
+    assert_eq!(woken(&mut sessions), [true, true, false, false]);
+    // Nothing more for the same hungry slot while its ask is out (a
+    // snapshot refreshes the flags).
+    pool.request_snapshot(&job);
+    assert_eq!(pool.hunger_wakes(), 2);
+    // The woken session had nothing to give: passed on, once.
+    let mut passed = u64::MAX;
+    pool.pass_hunger(&mut passed);
+    pool.pass_hunger(&mut passed);
+    assert_eq!(pool.hunger_wakes(), 3);
+    assert_eq!(woken(&mut sessions), [true, true, true, false]);
+    // A run ends: its slot is hungry too, and the ask it may have had is
+    // void: two idle slots, one run left, one wake-up.
+    pool.finish_remote_run(1, &job, &Stats::default(), Settlement::default());
+    assert_eq!(pool.hunger_wakes(), 4);
+    assert_eq!(woken(&mut sessions), [true, true, true, true]);
 }

@@ -77,7 +77,7 @@ pub(crate) const TICK: Duration = Duration::from_millis(20);
 /// How long a session holding leases goes without looking at them when
 /// nothing wakes it and no deadline of theirs comes: a safety net for a
 /// change that is not signalled (see `session::Session::run`).
-const HOLDING_LOOK: Duration = Duration::from_millis(500);
+pub(crate) const HOLDING_LOOK: Duration = Duration::from_millis(500);
 /// How often a session with an idle slot looks for a task unasked: a
 /// safety net, since it is woken when one is queued.
 const IDLE_LOOK: Duration = Duration::from_millis(500);

@@ -210,9 +210,10 @@ impl Session {
                 rejected_reports: 0,
             },
         );
-        // A session looks at its leases when woken (a slot went hungry, a
-        // job stopped, another job's task became ready, a snapshot is due:
-        // `remote_steering`), when a report of its own calls for it
+        // A session looks at its leases when woken (a job stopped, another
+        // job's task became ready, a snapshot is due: `remote_steering`;
+        // a slot went hungry and this session is the one to ask a
+        // give-away: `remote_hunger`), when a report of its own calls for it
         // (`look_now`), and at the earliest time-based deadline of its
         // leases (`look_at`: a slice's end while another job waits, the
         // stall timeout, the give-away cadence, and a slow safety net), not
@@ -235,6 +236,12 @@ impl Session {
         let steering = pool.remote_steering();
         tokio::pin!(steering);
         steering.as_mut().enable();
+        let hunger = pool.remote_hunger();
+        tokio::pin!(hunger);
+        let mut hunger_armed = false;
+        // When this session last passed a hunger wake-up on (see
+        // `Pool::pass_hunger`).
+        let mut passed_hunger = u64::MAX;
         let kick = self.kick.clone();
         let end = loop {
             if self.pool.is_shutting_down() {
@@ -242,21 +249,34 @@ impl Session {
             }
             if self.leases.is_empty() && !self.draining {
                 // About to hold leases: wake-ups from here on count (one
-                // that granting a lease causes, such as the pool going
-                // hungry when it takes the last ready task, above all);
-                // those of the idle time before do not.
+                // that granting a lease causes above all); those of the
+                // idle time before do not.
                 steering.set(pool.remote_steering());
                 steering.as_mut().enable();
             }
             if let Err(end) = self.fill().await {
                 break end;
             }
-            if std::mem::take(&mut self.look_now) && !self.leases.is_empty() {
+            let holding = !self.leases.is_empty();
+            if holding != hunger_armed {
+                // Armed only while holding leases: the pool wakes one
+                // session per hungry slot, and one that has nothing to
+                // ask must not take the wake-up. One that came before the
+                // arming (the grant just made may have caused it) is kept
+                // for it by the `Notify`; one that came to the dropped
+                // future is passed on by it.
+                hunger.set(pool.remote_hunger());
+                if holding {
+                    hunger.as_mut().enable();
+                }
+                hunger_armed = holding;
+            }
+            if std::mem::take(&mut self.look_now) && holding {
+                metrics::counter!(metric::SESSION_LOOKS, "cause" => "report").increment(1);
                 if let Err(end) = self.steer_leases().await {
                     break end;
                 }
             }
-            let holding = !self.leases.is_empty();
             let due = if holding { self.look_due() } else { None };
             if due != armed {
                 if let Some(at) = due {
@@ -290,14 +310,29 @@ impl Session {
                 }
                 () = &mut look, if armed.is_some() => {
                     armed = None;
-                    self.steer_leases().await
+                    metrics::counter!(metric::SESSION_LOOKS, "cause" => "deadline").increment(1);
+                    self.steer_leases().await.map(drop)
                 }
                 () = self.pool.remote_work(), if wants_work => Ok(()),
                 _ = idle_look.tick(), if wants_work => Ok(()),
                 () = &mut steering, if holding || self.draining => {
                     steering.set(pool.remote_steering());
                     steering.as_mut().enable();
-                    self.steer_leases().await
+                    metrics::counter!(metric::SESSION_LOOKS, "cause" => "steering").increment(1);
+                    self.steer_leases().await.map(drop)
+                }
+                () = &mut hunger, if holding => {
+                    hunger.set(pool.remote_hunger());
+                    hunger.as_mut().enable();
+                    metrics::counter!(metric::SESSION_LOOKS, "cause" => "hunger").increment(1);
+                    match self.steer_leases().await {
+                        Ok(true) => Ok(()),
+                        Ok(false) => {
+                            pool.pass_hunger(&mut passed_hunger);
+                            Ok(())
+                        }
+                        Err(end) => Err(end),
+                    }
                 }
                 () = self.tx.closed() => Err(End::Broken(Status::cancelled("the worker stopped reading"))),
                 () = kick.notified() => Err(End::Barred),

@@ -118,7 +118,8 @@ impl Session {
     /// budget is spent) and stuck ones, asks for checkpoints, and asks the
     /// oldest lease that may give work away to do so when a slot somewhere
     /// is idle and nothing is queued (one ask at a time per session).
-    pub(super) async fn steer_leases(&mut self) -> Result<(), End> {
+    /// True if it asked a give-away.
+    pub(super) async fn steer_leases(&mut self) -> Result<bool, End> {
         // Decided over all the leases first, then sent: nothing is
         // allocated when there is nothing to ask (most looks).
         let mut asks: Vec<(u64, AskKind)> = Vec::new();
@@ -196,14 +197,16 @@ impl Session {
         // While a give-away is wanted, the session looks again at the
         // ask's cadence; otherwise that cadence has no deadline.
         self.give_look_at = None;
+        let mut asked = false;
         if let Some((id, _)) = give_to {
             if give_ask_due(self.last_give_ask.elapsed(), self.give_answered) {
                 self.last_give_ask = now;
                 self.give_answered = false;
                 self.ask(id, AskKind::GiveAway).await?;
+                asked = true;
             }
             self.give_look_at = Some(self.last_give_ask + TICK);
         }
-        Ok(())
+        Ok(asked)
     }
 }
