@@ -6,7 +6,7 @@
 //! picture of the sessions, written after the fact.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 /// One connected worker, as last written by its session.
@@ -49,28 +49,37 @@ impl WorkerRow {
 /// The rows of the connected workers, by session id.
 #[derive(Debug, Default)]
 pub struct Roster {
-    rows: Mutex<BTreeMap<u64, WorkerRow>>,
+    rows: Mutex<BTreeMap<u64, RosterRow>>,
+}
+
+/// A session's own row of the [`Roster`]: written after each message
+/// without the roster's lock (one lock per row, not one for every session:
+/// a lookup in a map of all the workers per message made a message cost
+/// more with more workers).
+#[derive(Debug, Clone)]
+pub struct RosterRow(Arc<Mutex<WorkerRow>>);
+
+impl RosterRow {
+    /// Changes the row.
+    pub fn update(&self, change: impl FnOnce(&mut WorkerRow)) {
+        change(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    fn read(&self) -> WorkerRow {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
 impl Roster {
-    /// Writes (or adds) the row of session `number`.
-    pub fn write(&self, number: u64, row: WorkerRow) {
+    /// Adds the row of session `number` (or writes it over); the handle
+    /// that writes it from then on.
+    pub fn write(&self, number: u64, row: WorkerRow) -> RosterRow {
+        let handle = RosterRow(Arc::new(Mutex::new(row)));
         self.rows
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(number, row);
-    }
-
-    /// Changes the row of session `number`, if it is there.
-    pub fn update(&self, number: u64, change: impl FnOnce(&mut WorkerRow)) {
-        if let Some(row) = self
-            .rows
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_mut(&number)
-        {
-            change(row);
-        }
+            .insert(number, handle.clone());
+        handle
     }
 
     /// Removes the row of a session that ended.
@@ -83,11 +92,13 @@ impl Roster {
 
     /// The connected workers, in the order they joined.
     pub fn rows(&self) -> Vec<WorkerRow> {
-        self.rows
+        let handles: Vec<RosterRow> = self
+            .rows
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .values()
             .cloned()
-            .collect()
+            .collect();
+        handles.iter().map(RosterRow::read).collect()
     }
 }

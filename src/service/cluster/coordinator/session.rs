@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tonic::Status;
 
-use super::super::roster::WorkerRow;
+use super::super::roster::{RosterRow, WorkerRow};
 use super::{reports, ClusterConfig, HOLDING_LOOK, IDLE_LOOK, PROBLEM_CACHE, REMOTE_SLICE, TICK};
 use crate::run::{check_task, Batch, Ledger, Region, RunPoint, Settlement};
 use crate::service::cluster::audit::{Auditor, Ended, Finished};
@@ -133,6 +133,8 @@ pub(super) struct Session {
     pub(super) fenced: Vec<pb::LeaseRef>,
     /// The session's key in the pool's roster, and the worker's address.
     pub(super) roster_key: u64,
+    /// Its row there, once written.
+    pub(super) roster_row: Option<RosterRow>,
     pub(super) address: String,
     /// Nodes of the runs that ended, and reports fenced off, for the roster.
     pub(super) ended_nodes: u64,
@@ -174,6 +176,7 @@ impl Session {
                 .unwrap_or_else(Instant::now),
             fenced: Vec::new(),
             roster_key: 0,
+            roster_row: None,
             address: String::new(),
             ended_nodes: 0,
             fenced_count: 0,
@@ -195,7 +198,7 @@ impl Session {
         metrics::gauge!(metric::REMOTE_WORKERS).increment(1.0);
         self.pool.remote_joined(self.slots);
         let now = std::time::SystemTime::now();
-        self.pool.roster().write(
+        self.roster_row = Some(self.pool.roster().write(
             self.roster_key,
             WorkerRow {
                 id: self.id.clone(),
@@ -209,7 +212,7 @@ impl Session {
                 last_heartbeat: now,
                 rejected_reports: 0,
             },
-        );
+        ));
         // A session looks at its leases when woken (a job stopped, another
         // job's task became ready, a snapshot is due: `remote_steering`;
         // a slot went hungry and this session is the one to ask a
@@ -381,7 +384,10 @@ impl Session {
         let nodes = self.ended_nodes + self.leases.values().map(|l| l.nodes).sum::<u64>();
         let leases = self.leases.len();
         let rejected = self.fenced_count;
-        self.pool.roster().update(self.roster_key, |row| {
+        let Some(roster_row) = &self.roster_row else {
+            return;
+        };
+        roster_row.update(|row| {
             row.leases = leases;
             row.nodes = nodes;
             row.rejected_reports = rejected;
