@@ -139,6 +139,9 @@ struct Slot {
     color: u32,
     rule: ItemRule,
     secondary: bool,
+    /// A primary item covered exactly once (most are): checked by its
+    /// stamp alone, without a count.
+    exact_one: bool,
 }
 
 impl<'a> Verifier<'a> {
@@ -160,6 +163,7 @@ impl<'a> Verifier<'a> {
                 color: 0,
                 rule,
                 secondary,
+                exact_one: !secondary && rule.min == 1 && rule.max == 1,
             })
             .collect();
         Verifier {
@@ -200,6 +204,15 @@ impl<'a> Verifier<'a> {
             }
             for &(item, color) in &rules.entries[rules.starts[o]..rules.starts[o + 1]] {
                 let slot = &mut self.slots[item as usize];
+                if slot.exact_one {
+                    if slot.stamp == stamp {
+                        let rule = slot.rule;
+                        return Err(self.outside(item as usize, rule, 2));
+                    }
+                    slot.stamp = stamp;
+                    covered += 1;
+                    continue;
+                }
                 if slot.stamp != stamp {
                     slot.stamp = stamp;
                     slot.count = 0;
@@ -235,7 +248,8 @@ impl<'a> Verifier<'a> {
                 let o = o.index();
                 for &(item, _) in &rules.entries[rules.starts[o]..rules.starts[o + 1]] {
                     let slot = self.slots[item as usize];
-                    if slot.count < slot.rule.min {
+                    // (An item covered exactly once keeps no count.)
+                    if !slot.exact_one && slot.count < slot.rule.min {
                         return Err(self.outside(item as usize, slot.rule, slot.count));
                     }
                 }
@@ -288,6 +302,23 @@ mod tests {
         assert!(v.verify(&[9u32]).unwrap_err().contains("does not exist"));
         // The reset between solutions: the first one is still fine.
         assert_eq!(v.verify(&[0usize, 2]), Ok(()));
+    }
+
+    #[test]
+    fn an_exactly_once_item_covered_twice_or_never_is_refused() {
+        // a, b exactly once (the stamp-only path); c 2 times (counted).
+        let p = problem("a b 2:2|c\na c\nb c\na b\nc\n");
+        let mut v = Verifier::new(&p);
+        assert_eq!(v.verify(&[0u32, 1]), Ok(()));
+        let e = v.verify(&[0u32, 2, 3]).unwrap_err();
+        assert!(
+            e.contains("\"a\" is covered 2 times, outside [1, 1]"),
+            "{e}"
+        );
+        let e = v.verify(&[1u32, 3]).unwrap_err();
+        assert!(e.contains("\"a\" is covered 0 times"), "{e}");
+        // The stamps of the refused ones do not leak into the next.
+        assert_eq!(v.verify(&[0u32, 1]), Ok(()));
     }
 
     #[test]
