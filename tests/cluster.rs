@@ -851,6 +851,22 @@ impl FakeWorker {
     async fn send(&self, kind: ToCoordinator) {
         self.tx.send(message(kind)).await.expect("send");
     }
+
+    /// Reads until the coordinator hangs up (within `within`, else
+    /// `expect` says so): its status, or none if the stream just ended.
+    async fn hung_up(&mut self, within: Duration, expect: &str) -> Option<Status> {
+        tokio::time::timeout(within, async {
+            loop {
+                match self.inbound.message().await {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => return None,
+                    Err(status) => return Some(status),
+                }
+            }
+        })
+        .await
+        .expect(expect)
+    }
 }
 
 /// A report of one solution of two options, packed as `indices` of
@@ -1075,17 +1091,9 @@ async fn lying_workers_are_disconnected_and_the_answer_stays_exact() {
             let _ = liar.tx.send(self::message(message)).await;
         }
         // The coordinator hangs up on it.
-        let end = tokio::time::timeout(Duration::from_secs(10), async {
-            loop {
-                match liar.inbound.message().await {
-                    Ok(Some(_)) => continue,
-                    Ok(None) => return None,
-                    Err(status) => return Some(status),
-                }
-            }
-        })
-        .await
-        .expect("the liar is disconnected");
+        let end = liar
+            .hung_up(Duration::from_secs(10), "the liar is disconnected")
+            .await;
         let status = end.expect("with a status");
         assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
     }
@@ -1155,18 +1163,10 @@ async fn a_solution_of_a_given_away_part_of_an_algorithm_m_tree_is_refused() {
     ] {
         let _ = liar.tx.send(self::message(message)).await;
     }
-    let status = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            match liar.inbound.message().await {
-                Ok(Some(_)) => continue,
-                Ok(None) => return None,
-                Err(status) => return Some(status),
-            }
-        }
-    })
-    .await
-    .expect("the liar is disconnected")
-    .expect("with a status");
+    let status = liar
+        .hung_up(Duration::from_secs(10), "the liar is disconnected")
+        .await
+        .expect("with a status");
     assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
     assert!(
         status.message().contains("outside the leased task"),
@@ -1271,17 +1271,12 @@ async fn reports_on_leases_not_held_are_ignored_and_delivery_stays_exact() {
     }))
     .await;
     let silent = Instant::now();
-    let ended = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            match a.inbound.message().await {
-                Ok(Some(_)) => continue,
-                Ok(None) => return None,
-                Err(status) => return Some(status),
-            }
-        }
-    })
-    .await
-    .expect("the coordinator drops a silent worker");
+    let ended = a
+        .hung_up(
+            Duration::from_secs(10),
+            "the coordinator drops a silent worker",
+        )
+        .await;
     let waited = silent.elapsed();
     assert!(
         waited >= lease_timeout,

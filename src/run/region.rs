@@ -132,9 +132,6 @@ fn subset<O: OptionIndex>(part: &[usize], solution: &[O]) -> bool {
 
 /// Whether some option of `options` (ascending) is in `solution` (ascending).
 fn meets<O: OptionIndex>(options: &[usize], solution: &[O]) -> bool {
-    if options.is_empty() {
-        return false;
-    }
     let (mut i, mut j) = (0, 0);
     while i < options.len() && j < solution.len() {
         match options[i].cmp(&solution[j].index()) {

@@ -567,7 +567,8 @@ impl<'a> Cluster<'a> {
         };
         let decision = policy::decide(&mut facts);
         let job = held.job.clone();
-        let ask = match steering::steer(decision) {
+        let steered = steering::steer(decision);
+        let ask = match steered {
             Steer::Revoke { budget_spent } => {
                 if budget_spent {
                     job.request_stop(EndReason::NodeLimit);
@@ -596,7 +597,7 @@ impl<'a> Cluster<'a> {
             Steer::Nothing => None,
         };
         let member = &mut self.members[worker];
-        let next = match (steering::steer(decision), member.last_give_ask) {
+        let next = match (steered, member.last_give_ask) {
             (Steer::GiveAway, Some(asked)) => asked + nanos(TICK),
             _ => now + nanos(HOLDING_LOOK),
         };

@@ -136,23 +136,21 @@ impl Shared {
         }
         // Asks outstanding for more runs than there are: void.
         let runs = state.remote_runs.len();
-        let out = self.hunger_out.load(Ordering::SeqCst).min(runs);
-        self.hunger_out.store(out, Ordering::SeqCst);
-        if hungry {
-            // Remote runs learn of it only when asked: ask now, not at the
-            // sessions' next look, and ask one run per hungry slot (a
-            // session that cannot give passes its wake-up on, see
-            // `Pool::pass_hunger`), not every session.
-            let want = state.idle.min(runs);
-            if want > out {
-                self.hunger_out.store(want, Ordering::SeqCst);
-                for _ in out..want {
-                    self.hunger.notify_one();
-                }
-                self.hunger_wakes
-                    .fetch_add((want - out) as u64, Ordering::SeqCst);
+        let mut out = self.hunger_out.load(Ordering::SeqCst).min(runs);
+        // Remote runs learn of it only when asked: ask now, not at the
+        // sessions' next look, and ask one run per hungry slot (a session
+        // that cannot give passes its wake-up on, see `Pool::pass_hunger`),
+        // not every session.
+        let want = if hungry { state.idle.min(runs) } else { 0 };
+        if want > out {
+            for _ in out..want {
+                self.hunger.notify_one();
             }
+            self.hunger_wakes
+                .fetch_add((want - out) as u64, Ordering::SeqCst);
+            out = want;
         }
+        self.hunger_out.store(out, Ordering::SeqCst);
     }
 
     /// One hunger wake-up is answered (a give-away came back) or void (a
